@@ -1,0 +1,150 @@
+"""Benchmark driver: ``python bench/run.py JOB --system SYSTEM --n N [--repeat R]``.
+
+Every run is a fresh child process (``harness.py``) so that a crash or a
+leftover JVM of one system cannot affect another. The child prints one result
+line; this parent adds job/system/n/items_per_s and prints exactly one JSON
+line per run on stdout::
+
+    {"job", "system", "n", "seconds", "items_per_s", "startup_s", "ok", ...extras}
+
+Logs go to stderr. Exit code 0 if every run was ok, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import jobs
+from harness import RESULT_PREFIX
+
+BENCH_DIR = Path(__file__).resolve().parent
+SYSTEMS: tuple[str, ...] = ("flowspark", "bytewax", "pyspark")
+BYTEWAX_VERSION = "0.21.1"
+BYTEWAX_VENV = BENCH_DIR / ".venv-bytewax"
+BYTEWAX_STAMP = BYTEWAX_VENV / f".installed-bytewax-{BYTEWAX_VERSION}"
+BASE_KEYS = ("job", "system", "n", "seconds", "items_per_s", "startup_s", "ok")
+
+
+def spark_python() -> str:
+    """Interpreter with pyspark (for the pyspark and flowspark systems)."""
+    return os.environ.get("FLOWSPARK_BENCH_PYTHON") or sys.executable
+
+
+def ensure_bytewax_venv() -> str:
+    """Create ``bench/.venv-bytewax`` with bytewax pinned, once; return its python."""
+    python = BYTEWAX_VENV / "bin" / "python"
+    if BYTEWAX_STAMP.exists() and python.exists():
+        return str(python)
+    base = os.environ.get("FLOWSPARK_BENCH_BYTEWAX_BASE_PYTHON") or sys.executable
+    jobs.log(f"creating {BYTEWAX_VENV} with bytewax=={BYTEWAX_VERSION} (first use)")
+    steps = [
+        [base, "-m", "venv", str(BYTEWAX_VENV)],
+        [
+            str(python),
+            *("-m", "pip", "install", "--quiet", "--only-binary", "bytewax"),
+            f"bytewax=={BYTEWAX_VERSION}",
+        ],
+        [str(python), "-c", "import bytewax.testing, bytewax.operators.windowing"],
+    ]
+    for cmd in steps:
+        # Child stdout -> our stderr: stdout is reserved for result lines.
+        proc = subprocess.run(cmd, stdout=sys.stderr, check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(f"bytewax=={BYTEWAX_VERSION} venv setup failed: {' '.join(cmd)}")
+    BYTEWAX_STAMP.touch()
+    return str(python)
+
+
+def child_command(system: str, job: str, n: int) -> tuple[list[str], dict[str, str]]:
+    """Return the argv and environment of the child process for one run."""
+    env = dict(os.environ)
+    if system == "bytewax":
+        python = ensure_bytewax_venv()
+    else:
+        python = spark_python()
+        env["PYSPARK_PYTHON"] = python
+        env["PYSPARK_DRIVER_PYTHON"] = python
+    return [python, str(BENCH_DIR / "harness.py"), system, job, str(n)], env
+
+
+def run_once(system: str, job: str, n: int, timeout: float) -> dict[str, Any]:
+    """Run one child process and return its parsed result (or an error result)."""
+    try:
+        cmd, env = child_command(system, job, n)
+    except Exception as exc:  # noqa: BLE001 - reported as a failed run
+        return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+    jobs.log(f"run {system} {job} n={n}")
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the child's own group (incl. its JVM)
+        proc.communicate()
+        return {"ok": False, "error": f"timeout after {timeout:.0f} s"}
+    wall = time.perf_counter() - t0
+    result: dict[str, Any] | None = None
+    for line in out.splitlines():
+        if line.startswith(RESULT_PREFIX):
+            result = json.loads(line[len(RESULT_PREFIX) :])
+        elif line.strip():
+            print(line, file=sys.stderr)  # stray library output
+    if result is None:
+        result = {"ok": False, "error": f"child exited {proc.returncode}, no result"}
+    elif proc.returncode != 0 and result.get("ok"):
+        result["ok"] = False
+        result["error"] = f"child exited {proc.returncode}"
+    result["wall_s"] = wall
+    return result
+
+
+def result_line(job: str, system: str, n: int, res: dict[str, Any]) -> str:
+    """Order the keys of one result as the interface requires; return JSON."""
+    seconds = res.get("seconds")
+    timed = isinstance(seconds, (int, float)) and seconds > 0
+    ok = res.get("ok") is True and timed
+    out: dict[str, Any] = {
+        "job": job,
+        "system": system,
+        "n": n,
+        "seconds": seconds,
+        "items_per_s": n / seconds if timed else None,
+        "startup_s": res.get("startup_s"),
+        "ok": ok,
+    }
+    out.update({k: v for k, v in res.items() if k not in BASE_KEYS})
+    return json.dumps(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse arguments, run every (system, repeat), print one line per run."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("job", choices=[*jobs.JOBS, "all"])
+    ap.add_argument("--system", required=True, choices=[*SYSTEMS, "all"])
+    ap.add_argument("--n", type=int, required=True, help="number of input items")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per system")
+    ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per run (default 1800)")
+    args = ap.parse_args(argv)
+    job_list = list(jobs.JOBS) if args.job == "all" else [args.job]
+    systems = list(SYSTEMS) if args.system == "all" else [args.system]
+    all_ok = True
+    for job in job_list:
+        for system in systems:
+            for _ in range(args.repeat):
+                res = run_once(system, job, args.n, args.timeout)
+                line = result_line(job, system, args.n, res)
+                print(line, flush=True)
+                all_ok = all_ok and json.loads(line)["ok"]
+    return 0 if all_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

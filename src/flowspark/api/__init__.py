@@ -1,0 +1,1 @@
+"""What users build flows with: pure Python, no Spark imported."""

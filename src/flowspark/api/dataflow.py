@@ -1,0 +1,267 @@
+"""`Dataflow` (bytewax 0.17's method API) and `Stream` (a handle for DAGs).
+
+A flow is only a description: building one touches no Spark. ``Dataflow``
+methods extend the flow's single chain exactly as bytewax 0.17 does (and return
+``None``, so the page's doctests print nothing); ``flow.input`` also returns a
+:class:`Stream`, whose methods return new streams, for flows with branches,
+merges and several inputs or outputs.
+
+>>> from flowspark.dataflow import Dataflow
+>>> from flowspark.testing import TestingInput, TestingOutput
+>>> flow = Dataflow()
+>>> nums = flow.input("nums", TestingInput(range(6)))
+>>> evens, odds = nums.branch(lambda x: x % 2 == 0)
+>>> out = []
+>>> _ = evens.map(lambda x: x * 10).merge(odds).output("out", TestingOutput(out))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from flowspark.api.steps import Port, Step
+
+__all__ = ["Dataflow", "Stream"]
+
+
+def _check_callable(kind: str, role: str, fn: Any) -> None:
+    if not callable(fn):
+        raise TypeError(f"{kind}: {role} must be callable; got {type(fn).__name__} {fn!r:.80}")
+
+
+class Stream:
+    """A stream of items flowing out of one step of a :class:`Dataflow`.
+
+    Every operator method adds a step fed by this stream and returns the new
+    step's stream. Stateless operators take an optional leading ``step_id``
+    (``s.map("double", fn)``); without one a readable id is generated.
+    """
+
+    __slots__ = ("_flow", "_port")
+
+    def __init__(self, flow: Dataflow, port: Port | None) -> None:
+        self._flow = flow
+        self._port = port
+
+    @property
+    def flow(self) -> Dataflow:
+        """The flow this stream belongs to."""
+        return self._flow
+
+    @property
+    def step_id(self) -> str:
+        """The id of the step that produces this stream (``""`` before any input)."""
+        return self._port.step.step_id if self._port else ""
+
+    @property
+    def _ports(self) -> tuple[Port, ...]:
+        return (self._port,) if self._port else ()
+
+    def __repr__(self) -> str:
+        return f"Stream({self.step_id!r})"
+
+    # -- stateless operators -------------------------------------------------
+
+    def map(self, *args: Any) -> Stream:
+        """Transform each item one-to-one: ``mapper(item) -> item'``."""
+        return self._fn_step("map", "mapper", args)
+
+    def filter(self, *args: Any) -> Stream:
+        """Keep items for which ``predicate(item)`` is true."""
+        return self._fn_step("filter", "predicate", args)
+
+    def filter_map(self, *args: Any) -> Stream:
+        """Map, dropping items whose result is ``None``."""
+        return self._fn_step("filter_map", "mapper", args)
+
+    def flat_map(self, *args: Any) -> Stream:
+        """Emit each element of ``mapper(item)`` (an iterable) downstream."""
+        return self._fn_step("flat_map", "mapper", args)
+
+    def inspect(self, *args: Any) -> Stream:
+        """Call ``inspector(item)`` on each item; items pass on unchanged."""
+        return self._fn_step("inspect", "inspector", args)
+
+    def inspect_epoch(self, *args: Any) -> Stream:
+        """Call ``inspector(epoch, item)``; the epoch is the micro-batch number, from 1."""
+        return self._fn_step("inspect_epoch", "inspector", args)
+
+    def inspect_worker(self, *args: Any) -> Stream:
+        """Call ``inspector(worker_index, item)``; the worker is the Spark partition index.
+
+        bytewax 0.17 documents ``(item, worker)`` but calls ``(worker, item)``;
+        flowspark follows what bytewax actually does.
+        """
+        return self._fn_step("inspect_worker", "inspector", args)
+
+    def redistribute(self, step_id: str | None = None) -> Stream:
+        """Spread items round-robin over all Spark partitions for the next steps."""
+        return self._add("redistribute", step_id)
+
+    def branch(self, *args: Any) -> tuple[Stream, Stream]:
+        """Split into ``(trues, falses)`` by ``predicate(item)``."""
+        step_id, fn = self._split_args("branch", args)
+        _check_callable("branch", "predicate", fn)
+        step = self._flow._add_step("branch", step_id, self._ports, {"predicate": fn})
+        return Stream(self._flow, Port(step, 0)), Stream(self._flow, Port(step, 1))
+
+    def merge(self, *others: Stream, step_id: str | None = None) -> Stream:
+        """Combine this stream with ``others`` into one stream."""
+        for other in others:
+            if not isinstance(other, Stream):
+                raise TypeError(f"merge: expected Stream objects; got {type(other).__name__}")
+            if other._flow is not self._flow:
+                raise ValueError("merge: streams belong to different Dataflows")
+        ports = tuple(p for s in (self, *others) for p in s._ports)
+        step = self._flow._add_step("merge", step_id, ports)
+        return Stream(self._flow, Port(step))
+
+    def output(self, step_id: str, output: Any) -> Stream:
+        """Write items to ``output``; items also pass on downstream unmodified."""
+        from flowspark.outputs import Output
+
+        if not isinstance(output, Output):
+            raise TypeError(
+                f"output {step_id!r}: expected a flowspark Output "
+                f"(e.g. TestingOutput, StdOutput, FileOutput); got {type(output).__name__}"
+            )
+        step = self._flow._add_step("output", step_id, self._ports, args={"output": output})
+        return Stream(self._flow, Port(step))
+
+    # -- helpers ---------------------------------------------------------------
+
+    def _split_args(self, kind: str, args: tuple[Any, ...]) -> tuple[str | None, Any]:
+        if len(args) == 1:
+            return None, args[0]
+        if len(args) == 2 and isinstance(args[0], str):
+            return args[0], args[1]
+        raise TypeError(f"{kind}() takes (fn) or (step_id, fn); got {len(args)} arguments")
+
+    def _fn_step(self, kind: str, role: str, args: tuple[Any, ...]) -> Stream:
+        step_id, fn = self._split_args(kind, args)
+        _check_callable(kind, role, fn)
+        return self._add(kind, step_id, {role: fn})
+
+    def _add(
+        self,
+        kind: str,
+        step_id: str | None,
+        fns: dict[str, Any] | None = None,
+        args: dict[str, Any] | None = None,
+    ) -> Stream:
+        step = self._flow._add_step(kind, step_id, self._ports, fns, args)
+        return Stream(self._flow, Port(step))
+
+
+class Dataflow:
+    """A dataflow: inputs, the steps between them, and outputs.
+
+    The bytewax 0.17 methods (``flow.map(f)`` …) extend one chain that starts at
+    the last ``flow.input``. For DAGs use the :class:`Stream` that
+    ``flow.input`` returns.
+    """
+
+    def __init__(self, flow_id: str = "flow") -> None:
+        self.flow_id = flow_id
+        self.steps: list[Step] = []
+        self._ids: set[str] = set()
+        self._head: Stream | None = None
+
+    def __repr__(self) -> str:
+        return f"Dataflow({self.flow_id!r}, steps={[s.step_id for s in self.steps]})"
+
+    # -- building ---------------------------------------------------------------
+
+    def _add_step(
+        self,
+        kind: str,
+        step_id: str | None,
+        upstreams: tuple[Port, ...],
+        fns: dict[str, Any] | None = None,
+        args: dict[str, Any] | None = None,
+    ) -> Step:
+        if step_id is None:
+            step_id = self._fresh_id(kind, fns)
+        elif not isinstance(step_id, str) or not step_id:
+            raise TypeError(f"{kind}: step_id must be a non-empty str; got {step_id!r}")
+        elif step_id in self._ids:
+            raise ValueError(
+                f"step id {step_id!r} is used twice in this dataflow; step ids must be unique"
+            )
+        step = Step(kind, step_id, upstreams, dict(fns or {}), dict(args or {}))
+        self._ids.add(step_id)
+        self.steps.append(step)
+        return step
+
+    def _fresh_id(self, kind: str, fns: dict[str, Any] | None) -> str:
+        fn = next(iter(fns.values())) if fns else None
+        name = getattr(fn, "__name__", "") if fn is not None else ""
+        base = f"{kind}_{name}" if name and name != "<lambda>" else kind
+        step_id, n = base, 1
+        while step_id in self._ids:
+            n += 1
+            step_id = f"{base}_{n}"
+        return step_id
+
+    def _chain(self) -> Stream:
+        # Steps added before any input are recorded (as bytewax 0.17 allows) but
+        # receive no items; running a flow without an input is an error.
+        return self._head if self._head is not None else Stream(self, None)
+
+    def input(self, step_id: str, input: Any) -> Stream:  # noqa: A002 - bytewax's name
+        """Add an input; items flow from it to the steps added after it.
+
+        Returns the input's :class:`Stream`. A second ``flow.input`` merges its
+        items into the flow's chain.
+        """
+        from flowspark.inputs import Input
+
+        if not isinstance(input, Input):
+            raise TypeError(
+                f"input {step_id!r}: expected a flowspark Input "
+                f"(e.g. TestingInput, FileInput, DirInput); got {type(input).__name__}"
+            )
+        step = self._add_step("input", step_id, (), args={"input": input})
+        stream = Stream(self, Port(step))
+        self._head = stream if self._head is None else self._head.merge(stream)
+        return stream
+
+    def _extend(self, stream: Stream) -> None:
+        self._head = stream
+
+    def map(self, mapper: Callable[[Any], Any]) -> None:
+        """Map is a one-to-one transformation of items."""
+        self._extend(self._chain().map(mapper))
+
+    def filter(self, predicate: Callable[[Any], bool]) -> None:
+        """Filter selectively keeps only some items."""
+        self._extend(self._chain().filter(predicate))
+
+    def filter_map(self, mapper: Callable[[Any], Any]) -> None:
+        """Map, and drop items for which the mapper returns ``None``."""
+        self._extend(self._chain().filter_map(mapper))
+
+    def flat_map(self, mapper: Callable[[Any], Iterable[Any]]) -> None:
+        """Flat map is a one-to-many transformation of items."""
+        self._extend(self._chain().flat_map(mapper))
+
+    def inspect(self, inspector: Callable[[Any], None]) -> None:
+        """Observe items without modifying them."""
+        self._extend(self._chain().inspect(inspector))
+
+    def inspect_epoch(self, inspector: Callable[[int, Any], None]) -> None:
+        """Observe items and their epoch (micro-batch number, from 1)."""
+        self._extend(self._chain().inspect_epoch(inspector))
+
+    def inspect_worker(self, inspector: Callable[[int, Any], None]) -> None:
+        """Observe items and their worker index (Spark partition): ``inspector(worker, item)``."""
+        self._extend(self._chain().inspect_worker(inspector))
+
+    def redistribute(self) -> None:
+        """Redistribute items round-robin across all Spark partitions."""
+        self._extend(self._chain().redistribute())
+
+    def output(self, step_id: str, output: Any) -> None:
+        """Write items to an output; items pass on downstream unmodified."""
+        self._extend(self._chain().output(step_id, output))

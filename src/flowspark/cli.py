@@ -1,0 +1,161 @@
+"""``python -m flowspark.run IMPORT_STR``: run a flow on Spark (like ``bytewax.run``).
+
+``IMPORT_STR`` is ``module``, ``module:attr``, ``module:factory(args)`` or a
+file path with the same suffixes (``examples/wordcount.py:flow``); the
+attribute defaults to ``flow``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import importlib.util
+import os
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main", "locate_dataflow"]
+
+
+def _load_module(target: str) -> Any:
+    if target.endswith(".py") or os.sep in target:
+        path = Path(target).resolve()
+        if not path.exists():
+            raise SystemExit(f"flowspark.run: no such file: {target}")
+        sys.path.insert(0, str(path.parent))
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        if spec is None or spec.loader is None:
+            raise SystemExit(f"flowspark.run: cannot import {target}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[path.stem] = module
+        spec.loader.exec_module(module)
+        return module
+    sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.import_module(target)
+    except ModuleNotFoundError as exc:
+        if exc.name == target or (exc.name and target.startswith(exc.name + ".")):
+            raise SystemExit(f"flowspark.run: could not import module {target!r}") from None
+        raise
+
+
+def locate_dataflow(import_str: str) -> Any:
+    """Resolve ``module[:attr | :factory(args)]`` to a :class:`~flowspark.dataflow.Dataflow`."""
+    from flowspark.dataflow import Dataflow
+
+    target, _, attr = import_str.partition(":")
+    # A Windows-free world: "path/to/file.py:flow" splits on the last colon only.
+    module = _load_module(target)
+    attr = attr or "flow"
+    try:
+        expr = ast.parse(attr, mode="eval").body
+    except SyntaxError:
+        raise SystemExit(
+            f"flowspark.run: cannot parse {attr!r}: use NAME or NAME(literal args)"
+        ) from None
+    if isinstance(expr, ast.Name):
+        if not hasattr(module, expr.id):
+            raise SystemExit(f"flowspark.run: {target!r} has no attribute {expr.id!r}")
+        flow = getattr(module, expr.id)
+    elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name):
+        factory = getattr(module, expr.func.id, None)
+        if not callable(factory):
+            raise SystemExit(f"flowspark.run: {target!r} has no function {expr.func.id!r}")
+        try:
+            args = [ast.literal_eval(a) for a in expr.args]
+            kwargs = {k.arg: ast.literal_eval(k.value) for k in expr.keywords if k.arg}
+        except ValueError:
+            raise SystemExit(
+                f"flowspark.run: factory arguments in {attr!r} must be literals"
+            ) from None
+        flow = factory(*args, **kwargs)
+    else:
+        raise SystemExit(f"flowspark.run: cannot understand {attr!r}: use NAME or NAME(args)")
+    if not isinstance(flow, Dataflow):
+        raise SystemExit(
+            f"flowspark.run: {import_str!r} is a {type(flow).__name__}, not a Dataflow"
+        )
+    return flow
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m flowspark.run",
+        description="Run a flowspark Dataflow on Apache Spark.",
+    )
+    p.add_argument(
+        "import_str", help="module[:flow] or module:factory(args) or path/file.py[:flow]"
+    )
+    p.add_argument(
+        "--master",
+        default=os.environ.get("FLOWSPARK_MASTER", "local[*]"),
+        help="Spark master URL (default: local[*], embedded Spark)",
+    )
+    p.add_argument(
+        "-r",
+        "--recovery-directory",
+        default=os.environ.get("FLOWSPARK_RECOVERY_DIRECTORY"),
+        help="checkpoint directory: a rerun resumes where the last run stopped",
+    )
+    p.add_argument(
+        "--trigger-interval",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="start a micro-batch every SECONDS (default: as soon as the last one ends)",
+    )
+    p.add_argument(
+        "-s",
+        "--snapshot-interval",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="bytewax's epoch interval; 0 makes every source batch its own micro-batch",
+    )
+    p.add_argument(
+        "--bounded",
+        action="store_true",
+        help="stop when every input is exhausted (default: run until Ctrl-C)",
+    )
+    p.add_argument("--verbose", action="store_true", help="show Spark's own log on stderr")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the process exit code."""
+    args = _parser().parse_args(argv)
+    flow = locate_dataflow(args.import_str)
+    from flowspark.engine.query import RunConfig, run_flow
+    from flowspark.runtime.errors import StepError
+
+    def seconds(value: float | None) -> timedelta | None:
+        return None if value is None else timedelta(seconds=value)
+
+    config = RunConfig(
+        bounded=args.bounded,
+        recovery_dir=args.recovery_directory,
+        epoch_interval=seconds(args.snapshot_interval),
+        trigger_interval=seconds(args.trigger_interval),
+        master=args.master,
+        verbose=args.verbose,
+    )
+    try:
+        run_flow(flow, config)
+    except KeyboardInterrupt:
+        print("flowspark: stopped (Ctrl-C)", file=sys.stderr)
+        return 130
+    except StepError as exc:
+        import traceback
+
+        cause = exc.__cause__
+        if cause is not None:
+            traceback.print_exception(cause, file=sys.stderr, chain=False)
+        print(f"flowspark: {exc}", file=sys.stderr)
+        return 1
+    except (ValueError, TypeError) as exc:
+        print(f"flowspark: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,332 @@
+"""Local text files: line inputs with byte offsets, exactly-once line outputs.
+
+Inputs are :class:`~flowspark.inputs.SeekableInput` s: Spark's checkpoint keeps
+byte offsets, executors read the bytes themselves, and a restart resumes at the
+first unprocessed line. Outputs truncate back to the last committed offset when
+Spark replays a micro-batch, so every line is written exactly once.
+
+>>> import tempfile, pathlib
+>>> d = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (d / "a.txt").write_text("one\\ntwo\\n")
+>>> inp = FileInput(d / "a.txt")
+>>> [line for split in inp.splits(str(d / "a.txt"), 0, inp.end_offset(str(d / "a.txt")), 1)
+...  for batch in split.read() for line in batch]
+['one', 'two']
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from zlib import adler32
+
+from flowspark.inputs import SeekableInput, Split
+from flowspark.outputs import PartitionedOutput, StatefulSink
+
+__all__ = ["FileInput", "DirInput", "CSVInput", "FileOutput", "DirOutput"]
+
+# The most bytes one micro-batch reads from one file (keeps driver memory flat).
+MAX_BYTES_PER_BATCH = 64 << 20
+_BLOCK = 4 << 20
+
+
+def _next_line_start(path: str, pos: int, end: int) -> int:
+    """The offset just after the first newline at or after ``pos`` (at most ``end``)."""
+    if pos <= 0:
+        return 0
+    with open(path, "rb") as f:
+        f.seek(pos - 1)
+        while pos < end:
+            block = f.read(65536)
+            if not block:
+                return end
+            nl = block.find(b"\n")
+            if nl >= 0:
+                return min(end, pos + nl)
+            pos += len(block)
+    return end
+
+
+def _offset_after_lines(path: str, start: int, end: int, lines: int) -> int:
+    """The offset after ``lines`` lines from ``start`` (at most ``end``)."""
+    with open(path, "rb") as f:
+        f.seek(start)
+        pos = start
+        for _ in range(lines):
+            if pos >= end:
+                break
+            line = f.readline()
+            if not line:
+                break
+            pos += len(line)
+        return min(pos, end)
+
+
+class _LineSplit(Split):
+    """Bytes ``[start, end)`` of a text file, read as lines without their newline."""
+
+    def __init__(self, path: str, start: int, end: int, batch_size: int) -> None:
+        self.path, self.start, self.end, self.batch_size = path, start, end, batch_size
+
+    def read(self) -> Iterator[list[str]]:
+        with open(self.path, "rb") as f:
+            f.seek(self.start)
+            remaining = self.end - self.start
+            tail = b""
+            while remaining > 0:
+                block = f.read(min(_BLOCK, remaining))
+                if not block:
+                    break
+                remaining -= len(block)
+                block = tail + block
+                cut = block.rfind(b"\n") + 1 if remaining > 0 else len(block)
+                tail = block[cut:]
+                if cut == 0:
+                    continue
+                text = block[:cut].decode("utf-8")
+                if "\r" in text:  # text mode reads "\r\n" as a line end, as bytewax does
+                    text = text.replace("\r\n", "\n")
+                lines = text.split("\n")
+                if text.endswith("\n"):
+                    lines.pop()
+                if lines:
+                    yield lines
+            if tail:
+                yield [tail.decode("utf-8").removesuffix("\r")]
+
+
+class _LineFiles(SeekableInput):
+    """Shared logic of line-based file inputs: each file is a part."""
+
+    def __init__(self, batch_size: int) -> None:
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int; got {batch_size!r}")
+        self.batch_size = batch_size
+
+    def _path(self, part: str) -> str:
+        raise NotImplementedError
+
+    def end_offset(self, part: str) -> int:
+        return os.path.getsize(self._path(part))
+
+    def offset_after(self, part: str, start: int, end: int, batches: int) -> int:
+        return _offset_after_lines(self._path(part), start, end, batches * self.batch_size)
+
+    def batch_limit(self, part: str, start: int, end: int) -> int:
+        if end - start <= MAX_BYTES_PER_BATCH:
+            return end
+        return _next_line_start(self._path(part), start + MAX_BYTES_PER_BATCH, end)
+
+    def splits(self, part: str, start: int, end: int, pieces: int) -> list[Split]:
+        path = self._path(part)
+        bounds = [start]
+        for k in range(1, pieces):
+            cut = _next_line_start(path, start + (end - start) * k // pieces, end)
+            if bounds[-1] < cut < end:
+                bounds.append(cut)
+        bounds.append(end)
+        return [_LineSplit(path, a, b, self.batch_size) for a, b in zip(bounds, bounds[1:])]
+
+
+class FileInput(_LineFiles):
+    """Read one text file line by line (lines without their ``\\n``)."""
+
+    def __init__(self, path: str | Path, batch_size: int = 1000) -> None:
+        super().__init__(batch_size)
+        self.path = Path(path)
+
+    def list_parts(self) -> list[str]:
+        if not self.path.is_file():
+            raise ValueError(f"input file `{self.path}` does not exist or is not a file")
+        return [str(self.path)]
+
+    def _path(self, part: str) -> str:
+        return part
+
+
+class DirInput(_LineFiles):
+    """Read every file matching ``glob_pat`` in a directory; each file is a part."""
+
+    def __init__(self, dir_path: str | Path, glob_pat: str = "*", batch_size: int = 1000) -> None:
+        super().__init__(batch_size)
+        dir_path = Path(dir_path)
+        if not dir_path.exists():
+            raise ValueError(f"input directory `{dir_path}` does not exist")
+        if not dir_path.is_dir():
+            raise ValueError(f"input directory `{dir_path}` is not a directory")
+        self.dir_path = dir_path
+        self.glob_pat = glob_pat
+
+    def list_parts(self) -> list[str]:
+        return sorted(
+            str(p.relative_to(self.dir_path))
+            for p in self.dir_path.glob(self.glob_pat)
+            if p.is_file()
+        )
+
+    def _path(self, part: str) -> str:
+        return str(self.dir_path / part)
+
+
+def _lines_with_end(f: io.BufferedReader, end: int) -> Iterator[str]:
+    while f.tell() < end:
+        line = f.readline()
+        if not line:
+            return
+        yield line.decode("utf-8")
+
+
+class _CSVSplit(Split):
+    """Records of a CSV file from byte ``start`` to ``end``, as dicts keyed by header."""
+
+    def __init__(self, path: str, start: int, end: int, batch_size: int, fmtparams: dict) -> None:
+        self.path, self.start, self.end = path, start, end
+        self.batch_size, self.fmtparams = batch_size, fmtparams
+
+    def read(self) -> Iterator[list[dict[str, str]]]:
+        with open(self.path, "rb") as f:
+            header_end, fieldnames = _csv_header(f, self.fmtparams)
+            f.seek(max(self.start, header_end))
+            reader = csv.DictReader(_lines_with_end(f, self.end), fieldnames, **self.fmtparams)
+            rows: list[dict[str, str]] = []
+            for row in reader:
+                rows.append(row)
+                if len(rows) >= 65536:
+                    yield rows
+                    rows = []
+            if rows:
+                yield rows
+
+
+def _csv_header(f: io.BufferedReader, fmtparams: dict) -> tuple[int, list[str]]:
+    f.seek(0)
+    reader = csv.reader(_lines_with_end(f, 1 << 62), **fmtparams)
+    fieldnames = next(reader, [])
+    return f.tell(), fieldnames
+
+
+class CSVInput(FileInput):
+    """Read a CSV file row by row as dicts keyed by the header row.
+
+    ``fmtparams`` are passed to :func:`csv.reader` (``delimiter=";"`` …).
+    Offsets are byte offsets of record starts, so quoted newlines are safe.
+    """
+
+    def __init__(self, path: str | Path, batch_size: int = 1000, **fmtparams: Any) -> None:
+        super().__init__(path, batch_size)
+        self.fmtparams = fmtparams
+
+    def _record_ends(self, start: int, end: int, limit_records: int | None, limit_pos: int) -> int:
+        with open(self.path, "rb") as f:
+            header_end, _ = _csv_header(f, self.fmtparams)
+            pos = max(start, header_end)
+            f.seek(pos)
+            reader = csv.reader(_lines_with_end(f, end), **self.fmtparams)
+            count = 0
+            for row in reader:
+                pos = f.tell()
+                count += 1 if row else 0  # DictReader skips blank lines
+                if (limit_records is not None and count >= limit_records) or pos >= limit_pos:
+                    break
+            return min(pos, end)
+
+    def offset_after(self, part: str, start: int, end: int, batches: int) -> int:
+        return self._record_ends(start, end, batches * self.batch_size, end)
+
+    def batch_limit(self, part: str, start: int, end: int) -> int:
+        if end - start <= MAX_BYTES_PER_BATCH:
+            return end
+        return self._record_ends(start, end, None, start + MAX_BYTES_PER_BATCH)
+
+    def splits(self, part: str, start: int, end: int, pieces: int) -> list[Split]:
+        return [_CSVSplit(part, start, end, self.batch_size, self.fmtparams)]
+
+
+class _FileSink(StatefulSink):
+    """Appends ``value + end`` per item; resumes by truncating to a byte offset."""
+
+    def __init__(self, path: Path, resume_state: int | None, end: str) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._f = open(path, "ab")  # noqa: SIM115 - lives as long as the sink
+        self._f.truncate(resume_state or 0)
+        self._f.seek(0, os.SEEK_END)
+        self._end = end
+
+    def write_batch(self, values: list[Any]) -> None:
+        end = self._end
+        text = "".join(f"{v if isinstance(v, str) else str(v)}{end}" for v in values)
+        self._f.write(text.encode("utf-8"))
+        self._f.flush()
+        os.fsync(self._f.fileno())
+
+    def snapshot(self) -> int:
+        return self._f.tell()
+
+    def close(self) -> None:
+        self._f.close()
+
+
+class FileOutput(PartitionedOutput):
+    """Write items line by line to one file, exactly once across restarts.
+
+    Items may be ``(key, value)`` (``value`` is written, as in bytewax) or a
+    plain value; non-strings are written with ``str()``.
+    """
+
+    def __init__(self, path: str | Path, end: str = "\n") -> None:
+        self.path = Path(path)
+        self.end = end
+
+    def list_parts(self) -> list[str]:
+        return [str(self.path)]
+
+    def part_fn(self, item_key: str) -> int:
+        return 0
+
+    def build_part(self, for_part: str, resume_state: Any | None) -> StatefulSink:
+        return _FileSink(Path(for_part), resume_state, self.end)
+
+
+def _default_namer(i: int, _n: int) -> str:
+    return f"part_{i}"
+
+
+def _default_assign(key: str) -> int:
+    return adler32(key.encode())
+
+
+class DirOutput(PartitionedOutput):
+    """Write ``(key, value)`` items to ``file_count`` files in a directory.
+
+    ``assign_file(key)`` picks the file (modulo ``file_count``);
+    ``file_namer(i, file_count)`` names it. Exactly once across restarts.
+    """
+
+    def __init__(
+        self,
+        dir_path: str | Path,
+        file_count: int,
+        file_namer: Callable[[int, int], str] = _default_namer,
+        assign_file: Callable[[str], int] = _default_assign,
+        end: str = "\n",
+    ) -> None:
+        if not isinstance(file_count, int) or file_count < 1:
+            raise ValueError(f"file_count must be a positive int; got {file_count!r}")
+        self.dir_path = Path(dir_path)
+        self.file_count = file_count
+        self.file_namer = file_namer
+        self.assign_file = assign_file
+        self.end = end
+
+    def list_parts(self) -> list[str]:
+        return [self.file_namer(i, self.file_count) for i in range(self.file_count)]
+
+    def part_fn(self, item_key: str) -> int:
+        return self.assign_file(item_key)
+
+    def build_part(self, for_part: str, resume_state: Any | None) -> StatefulSink:
+        return _FileSink(self.dir_path / for_part, resume_state, self.end)

@@ -1,0 +1,1 @@
+"""The Spark engine: Java discovery, the session, sources, sinks, query building."""

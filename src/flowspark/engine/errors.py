@@ -1,0 +1,28 @@
+"""Turn Spark's failures into short Python errors (no JVM stack pages)."""
+
+from __future__ import annotations
+
+from flowspark.runtime.errors import find_step_error
+
+__all__ = ["FlowRunError", "clean_spark_error"]
+
+_MAX_LINES = 12
+
+
+class FlowRunError(RuntimeError):
+    """Spark stopped the flow for a reason that is not a user function's error."""
+
+
+def clean_spark_error(exc: BaseException) -> BaseException:
+    """The user's :class:`~flowspark.runtime.errors.StepError` if one is embedded, else a
+    :class:`FlowRunError` with the first lines of Spark's message."""
+    text = str(exc)
+    step_error = find_step_error(text)
+    if step_error is not None:
+        return step_error
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("\tat ")]
+    summary = "\n".join(lines[:_MAX_LINES])
+    return FlowRunError(
+        f"Spark stopped the flow: {summary}\n(run with --verbose or FLOWSPARK_VERBOSE=1 "
+        "for Spark's log)"
+    )

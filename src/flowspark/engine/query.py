@@ -1,0 +1,222 @@
+"""Compile a plan to ONE Structured Streaming query and run it.
+
+    inputs (Python data sources, level 0 fused in)  ──union──▶
+    [ repartition ▶ mapInArrow(level k program) ] per exchange level  ──▶
+    foreachBatch(BatchDispatcher)
+
+The query's checkpoint is the recovery directory; without one a temporary
+directory is used and removed afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import shutil
+import sys
+import sysconfig
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import cloudpickle
+
+from flowspark.api.dataflow import Dataflow
+from flowspark.inputs import SeekableInput
+from flowspark.plan.graph import Plan, build_plan
+from flowspark.runtime.codec import ROW_SCHEMA
+from flowspark.runtime.stage import StageProgram
+
+__all__ = ["RunConfig", "run_flow"]
+
+
+@dataclass
+class RunConfig:
+    """How to run a flow.
+
+    ``bounded``: stop once every input is exhausted (Spark's availableNow
+    trigger); otherwise run until stopped. ``epoch_interval=timedelta(0)``
+    makes every source batch its own micro-batch (epoch), as in bytewax.
+    """
+
+    bounded: bool = True
+    recovery_dir: str | None = None
+    epoch_interval: timedelta | None = None
+    trigger_interval: timedelta | None = None
+    master: str | None = None
+    verbose: bool | None = None
+
+
+def _is_installed(path: str) -> bool:
+    """Whether a module file belongs to an installed package or the standard library."""
+    real = os.path.realpath(path)
+    if "site-packages" in real or "dist-packages" in real:
+        return True
+    stdlib = os.path.realpath(sysconfig.get_paths()["stdlib"])
+    return real.startswith(stdlib + os.sep)
+
+
+def _register_user_modules(plan: Plan) -> None:
+    """Pickle the user's own modules by value, so workers need not import them."""
+    objects: list[Any] = []
+    for step in plan.steps:
+        objects.extend(step.fns.values())
+        objects.extend(step.args.values())
+    for obj in objects:
+        name = getattr(obj, "__module__", None) or type(obj).__module__
+        module = sys.modules.get(name or "")
+        path = getattr(module, "__file__", None)
+        if module is None or not path or name == "__main__" or name.startswith("flowspark"):
+            continue
+        if not _is_installed(path):
+            cloudpickle.register_pickle_by_value(module)
+
+
+def _check_inputs(plan: Plan) -> None:
+    """Fail before Spark starts when an input cannot be read at all."""
+    for i in plan.inputs:
+        inp = plan.step(i).args["input"]
+        if isinstance(inp, SeekableInput):
+            try:
+                inp.list_parts()
+            except Exception as exc:
+                raise type(exc)(f"input {plan.step(i).step_id!r}: {exc}") from exc
+
+
+def _stage_function(program_bytes: bytes, entries: frozenset[int], spread: int) -> Any:
+    """The ``mapInArrow`` function of one exchange level."""
+
+    def stage(batches: Iterator[Any]) -> Iterator[Any]:
+        from flowspark.runtime.codec import decode_items
+        from flowspark.runtime.task import rows_to_batch, run_program, task_context
+
+        program = pickle.loads(program_bytes)
+        ctx = task_context()
+        passing: tuple[list, list, list] = ([], [], [])
+        feeds: list[tuple[int, Any]] = []
+        for batch in batches:
+            ports = batch.column(0).to_pylist()
+            keys = batch.column(1).to_pylist()
+            datas = batch.column(2).to_pylist()
+            for port, key, data in zip(ports, keys, datas):
+                if port in entries:
+                    feeds.append((port, decode_items(data)))
+                else:
+                    passing[0].append(port)
+                    passing[1].append(key)
+                    passing[2].append(data)
+            if passing[0]:
+                yield rows_to_batch(*passing)
+                passing = ([], [], [])
+            if feeds:
+                yield from run_program(program, feeds, ctx, spread)
+                feeds = []
+
+    return stage
+
+
+@contextlib.contextmanager
+def _run_directory(config: RunConfig) -> Iterator[tuple[Path, Path]]:
+    scratch = Path(tempfile.mkdtemp(prefix="flowspark-"))
+    try:
+        if config.recovery_dir:
+            checkpoint = Path(config.recovery_dir).absolute()
+            checkpoint.mkdir(parents=True, exist_ok=True)
+        else:
+            checkpoint = scratch / "checkpoint"
+        yield scratch, checkpoint
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run_flow(flow: Dataflow, config: RunConfig | None = None) -> None:
+    """Validate ``flow``, start Spark if needed, run the query; raise the user's error."""
+    from flowspark.engine.errors import clean_spark_error
+    from flowspark.engine.session import (
+        callback_connections,
+        close_callback_connections,
+        get_session,
+        session_parallelism,
+    )
+    from flowspark.engine.sink import BatchDispatcher
+    from flowspark.engine.source import SourceSpec
+
+    config = config or RunConfig()
+    plan = build_plan(flow)
+    _check_inputs(plan)
+    _register_user_modules(plan)
+    spark = get_session(config.master, config.verbose)
+    parallelism = session_parallelism()
+    per_batch = config.epoch_interval is not None and config.epoch_interval <= timedelta(0)
+
+    with _run_directory(config) as (scratch, checkpoint):
+        frames = []
+        for i in plan.inputs:
+            program = cloudpickle.dumps(StageProgram.for_level(plan, 0, [i]))
+            spec = SourceSpec(
+                input=plan.step(i).args["input"],
+                entry=i,
+                program=program,
+                per_batch_epochs=per_batch,
+                parallelism=parallelism,
+                spread=parallelism,
+            )
+            path = scratch / f"input-{i}.spec"
+            path.write_bytes(cloudpickle.dumps(spec))
+            frames.append(spark.readStream.format("flowspark").option("spec", str(path)).load())
+        df = frames[0]
+        for other in frames[1:]:
+            df = df.union(other)
+        for level in range(1, plan.top_level + 1):
+            entries = [
+                i
+                for i, lv in enumerate(plan.levels)
+                if lv == level
+                and any(
+                    plan.levels[p] < level
+                    for p in (plan.index[u.step] for u in plan.step(i).upstreams)
+                )
+            ]
+            program = cloudpickle.dumps(StageProgram.for_level(plan, level, entries))
+            fn = _stage_function(program, frozenset(entries), parallelism)
+            df = df.repartition(parallelism).mapInArrow(fn, ROW_SCHEMA)
+
+        dispatcher = BatchDispatcher(plan, checkpoint / "flowspark-sinks")
+        writer = df.writeStream.foreachBatch(dispatcher).option(
+            "checkpointLocation", str(checkpoint)
+        )
+        if config.bounded:
+            writer = writer.trigger(availableNow=True)
+        elif config.trigger_interval is not None:
+            seconds = config.trigger_interval.total_seconds()
+            writer = writer.trigger(processingTime=f"{int(seconds * 1000)} milliseconds")
+        connections = callback_connections()
+        query = writer.start()
+        try:
+            _await(query)
+        except KeyboardInterrupt:
+            query.stop()
+            raise
+        except Exception as exc:
+            error = dispatcher.error or clean_spark_error(exc)
+            error.__suppress_context__ = True  # keep __cause__ (the user's error), drop Spark's
+            raise error  # noqa: B904 - the cause is set deliberately above
+        finally:
+            dispatcher.close()
+            close_callback_connections(connections)
+        if dispatcher.error is not None:
+            raise dispatcher.error
+
+
+def _await(query: Any) -> None:
+    """Wait for the query in short slices, so Ctrl-C reaches Python promptly."""
+    while query.isActive:
+        query.awaitTermination(0.2)
+    # Surface a failure that ended the query between two polls.
+    query.awaitTermination()
+    time.sleep(0)

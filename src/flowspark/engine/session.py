@@ -1,0 +1,144 @@
+"""The SparkSession flowspark runs on: embedded ``local[*]`` unless told otherwise.
+
+One session per process, created on first use and reused by every run (a cold
+start costs seconds). Defaults are tuned for small machines: no UI, shuffle
+partitions = cores, quiet logs, RocksDB state store with changelog
+checkpointing (transformWithState needs it).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import re
+import socket
+import sys
+import threading
+from importlib import resources
+from typing import Any
+
+__all__ = ["get_session", "stop_session", "session_parallelism"]
+
+_LOCK = threading.Lock()
+_SESSION: Any = None
+_PARALLELISM = 2
+
+
+def _cores(master: str) -> int:
+    match = re.fullmatch(r"local\[(\d+)(?:,\s*\d+)?\]", master)
+    if match:
+        return max(1, int(match.group(1)))
+    return os.cpu_count() or 2
+
+
+def _log_config(verbose: bool) -> str:
+    name = "log4j2-verbose.properties" if verbose else "log4j2-quiet.properties"
+    return str(resources.files("flowspark.engine").joinpath(name))
+
+
+def _prepare_environment() -> None:
+    from flowspark.engine.java import find_java_home
+
+    os.environ["JAVA_HOME"] = find_java_home()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Workers import user modules by reference: give them the driver's path.
+    paths = [p for p in sys.path if p and os.path.isdir(p)]
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(paths + ([old] if old else []))
+
+
+def get_session(
+    master: str | None = None,
+    verbose: bool | None = None,
+    conf: dict[str, str] | None = None,
+) -> Any:
+    """Return the process's SparkSession, creating it on first call.
+
+    ``master`` defaults to ``$FLOWSPARK_MASTER`` or ``local[*]``. Later calls
+    return the same session whatever they ask for.
+    """
+    global _SESSION, _PARALLELISM
+    with _LOCK:
+        if _SESSION is not None:
+            return _SESSION
+        if verbose is None:
+            verbose = os.environ.get("FLOWSPARK_VERBOSE", "") not in ("", "0")
+        master = master or os.environ.get("FLOWSPARK_MASTER") or "local[*]"
+        _prepare_environment()
+        from pyspark.sql import SparkSession
+
+        cores = _cores(master)
+        java_opts = f"-Dlog4j2.configurationFile=file:{_log_config(verbose)}"
+        settings = {
+            "spark.ui.enabled": os.environ.get("FLOWSPARK_UI", "false"),
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.shuffle.partitions": str(cores),
+            "spark.default.parallelism": str(cores),
+            "spark.driver.extraJavaOptions": java_opts,
+            "spark.executor.extraJavaOptions": java_opts,
+            "spark.driver.maxResultSize": "4g",
+            "spark.sql.streaming.stateStore.providerClass": (
+                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+            ),
+            "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+            "spark.sql.execution.arrow.pyspark.enabled": "true",
+            "spark.python.worker.reuse": "true",
+        }
+        if master.startswith("local"):
+            settings["spark.driver.memory"] = os.environ.get("FLOWSPARK_DRIVER_MEMORY", "2g")
+        settings.update(conf or {})
+        builder = SparkSession.builder.master(master).appName("flowspark")
+        for key, value in settings.items():
+            builder = builder.config(key, value)
+        session = builder.getOrCreate()
+        session.sparkContext.setLogLevel("WARN" if verbose else "OFF")
+        from flowspark.engine.source import FlowsparkSource
+
+        session.dataSource.register(FlowsparkSource)
+        _PARALLELISM = session.sparkContext.defaultParallelism or cores
+        _SESSION = session
+        atexit.register(stop_session)
+        return session
+
+
+def session_parallelism() -> int:
+    """How many tasks the session runs at once (partitions per micro-batch)."""
+    return _PARALLELISM
+
+
+def stop_session() -> None:
+    """Stop the process's session (the next :func:`get_session` starts a new one)."""
+    global _SESSION
+    with _LOCK:
+        if _SESSION is not None:
+            try:
+                _SESSION.stop()
+            finally:
+                _SESSION = None
+
+
+def callback_connections() -> set[Any]:
+    """The py4j connections the JVM opened to this process (one per JVM thread)."""
+    session = _SESSION
+    gateway = getattr(getattr(session, "sparkContext", None), "_gateway", None)
+    server = getattr(gateway, "_callback_server", None)
+    return set(getattr(server, "connections", ()))
+
+
+def close_callback_connections(keep: set[Any]) -> None:
+    """Close connections opened since ``keep`` was taken.
+
+    py4j pins one Python thread to every JVM thread that calls back into
+    Python; a finished query's thread is gone but its Python side would wait
+    forever. Closing it ends that thread, so repeated runs leak nothing.
+    """
+    for connection in callback_connections() - keep:
+        sock = getattr(connection, "socket", None)
+        if sock is None:
+            continue
+        # Its reader thread sees end-of-stream and closes the connection itself.
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)

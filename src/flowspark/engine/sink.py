@@ -1,0 +1,183 @@
+"""The driver side of every micro-batch: Spark's ``foreachBatch`` hands us the batch.
+
+The dispatcher collects the batch's rows (Arrow), prints captured worker
+output, and writes each output's items through its sink, in row order.
+
+Partitioned outputs are exactly-once: after a batch is written and flushed,
+the parts' snapshots are saved (atomically, keeping the previous generation) in
+the checkpoint directory. If Spark replays that batch after a crash, the parts
+are rebuilt from the snapshots taken *before* it, so nothing is written twice.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+from pathlib import Path
+from typing import Any
+
+from flowspark.outputs import DynamicOutput, Output, PartitionedOutput
+from flowspark.plan.graph import Plan
+from flowspark.runtime.codec import STDOUT_PORT, decode_items
+from flowspark.runtime.errors import StepError, find_step_error, short_repr
+
+__all__ = ["BatchDispatcher", "FlowFailed"]
+
+
+class FlowFailed(Exception):
+    """Raised inside ``foreachBatch`` to stop the query; the real error is kept aside."""
+
+
+class _DynamicWriter:
+    def __init__(self, output: DynamicOutput) -> None:
+        self.sink = output.build(0, 1)
+
+    def begin(self, batch_id: int) -> None:
+        pass
+
+    def write(self, items: list[Any]) -> None:
+        self.sink.write_batch(items)
+
+    def commit(self, batch_id: int) -> None:
+        pass
+
+    def close(self) -> None:
+        self.sink.close()
+
+
+class _PartitionedWriter:
+    def __init__(self, output: PartitionedOutput, state_path: Path) -> None:
+        self.output = output
+        self.part_names = list(output.list_parts())
+        if not self.part_names:
+            raise ValueError(f"{type(output).__name__}.list_parts() returned no parts")
+        self.state_path = state_path
+        self.parts: list[Any] | None = None
+        self.generations: dict[str, tuple[int, list[Any]] | None] = {"prev": None, "last": None}
+        if state_path.exists():
+            with open(state_path, "rb") as f:
+                self.generations = pickle.load(f)
+
+    def _open(self, states: list[Any] | None) -> None:
+        if self.parts is not None:
+            for part in self.parts:
+                part.close()
+        states = states or [None] * len(self.part_names)
+        self.parts = [
+            self.output.build_part(name, state) for name, state in zip(self.part_names, states)
+        ]
+
+    def begin(self, batch_id: int) -> None:
+        last = self.generations["last"]
+        if last is not None and last[0] >= batch_id:  # a replay: rewind to before it
+            prev = self.generations["prev"]
+            if prev is not None and prev[0] >= batch_id:
+                prev = None  # no generation from before this batch: start fresh
+            self.generations = {"prev": None, "last": prev}
+            self._open(prev[1] if prev else None)
+        elif self.parts is None:
+            self._open(last[1] if last else None)
+
+    def write(self, items: list[Any]) -> None:
+        assert self.parts is not None
+        count = len(self.parts)
+        routed: dict[int, list[Any]] = {}
+        for item in items:
+            if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+                key, value = item
+            else:
+                key, value = str(item), item
+            routed.setdefault(self.output.part_fn(key) % count, []).append(value)
+        for index, values in routed.items():
+            self.parts[index].write_batch(values)
+
+    def commit(self, batch_id: int) -> None:
+        assert self.parts is not None
+        snapshot = (batch_id, [part.snapshot() for part in self.parts])
+        self.generations = {"prev": self.generations["last"], "last": snapshot}
+        tmp = self.state_path.with_suffix(".tmp")
+        self.state_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as f:
+            pickle.dump(self.generations, f)
+            f.flush()
+            os.fsync(f.fileno())
+        tmp.replace(self.state_path)
+
+    def close(self) -> None:
+        for part in self.parts or []:
+            part.close()
+        self.parts = None
+
+
+def _writer(output: Output, step_id: str, state_dir: Path) -> Any:
+    if isinstance(output, PartitionedOutput):
+        return _PartitionedWriter(output, state_dir / f"{step_id}.pickle")
+    if isinstance(output, DynamicOutput):
+        return _DynamicWriter(output)
+    raise TypeError(
+        f"output {step_id!r}: {type(output).__name__} must subclass PartitionedOutput "
+        "or DynamicOutput"
+    )
+
+
+class BatchDispatcher:
+    """``foreachBatch`` function: route a micro-batch's rows to the flow's sinks."""
+
+    def __init__(self, plan: Plan, state_dir: Path) -> None:
+        self.plan = plan
+        self.state_dir = state_dir
+        self.writers: dict[int, Any] = {}
+        self.step_ids: dict[int, str] = {}
+        for o in plan.outputs:
+            step = plan.step(o)
+            self.step_ids[plan.sink_ports[o]] = step.step_id
+            self.writers[plan.sink_ports[o]] = _writer(step.args["output"], step.step_id, state_dir)
+        self.error: BaseException | None = None
+        self.batches = 0
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        try:
+            table = df.toArrow()
+        except Exception as exc:  # a worker failed: keep the clean error, stop the query
+            self.error = find_step_error(str(exc)) or exc
+            raise FlowFailed(str(self.error)) from None
+        try:
+            self._dispatch(table, batch_id)
+        except StepError as exc:
+            self.error = exc
+            raise FlowFailed(str(exc)) from None
+        except Exception as exc:
+            self.error = exc
+            raise FlowFailed(f"{type(exc).__name__}: {exc}") from None
+        self.batches += 1
+
+    def _dispatch(self, table: Any, batch_id: int) -> None:
+        writers = self.writers
+        for writer in writers.values():
+            writer.begin(batch_id)
+        ports = table.column("port").to_pylist()
+        datas = table.column("data").to_pylist()
+        for port, data in zip(ports, datas):
+            if port == STDOUT_PORT:
+                sys.stdout.write(data.decode("utf-8"))
+                continue
+            writer = writers.get(port)
+            if writer is None:
+                raise RuntimeError(f"internal: a row for unknown port {port} reached the sinks")
+            items = decode_items(data)
+            try:
+                writer.write(items if isinstance(items, list) else list(items))
+            except Exception as exc:
+                step_id = self.step_ids[port]
+                raise StepError(
+                    step_id, "write_batch", short_repr(items[:3]), f"{type(exc).__name__}: {exc}"
+                ) from exc
+        sys.stdout.flush()
+        for writer in writers.values():
+            writer.commit(batch_id)
+
+    def close(self) -> None:
+        """Close every sink."""
+        for writer in self.writers.values():
+            writer.close()

@@ -1,0 +1,91 @@
+"""The validated logical plan of a flow.
+
+Everything that can be wrong with a flow is found here, before Spark starts:
+no input, no output, an input whose items never reach an output.
+
+The plan also cuts the flow into *levels*. Level 0 holds the steps reachable
+from the inputs without crossing an exchange; they run inside the source
+readers. An exchange (``redistribute`` now; keyed stateful steps later) moves
+items across Spark partitions, so the steps after it run one level up, in a
+stage after the shuffle. Within a level all steps fuse into one Python pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from flowspark.api.dataflow import Dataflow
+from flowspark.api.steps import Step
+
+__all__ = ["Plan", "build_plan", "EXCHANGE_KINDS", "SINK_PORT_BASE"]
+
+# Steps whose output moves to other partitions (their children run a level up).
+EXCHANGE_KINDS = frozenset({"redistribute"})
+# Rows whose port is SINK_PORT_BASE + i carry items for the plan's i-th output.
+SINK_PORT_BASE = 1 << 20
+
+
+@dataclass
+class Plan:
+    """Steps in topological order, with their wiring and levels."""
+
+    steps: list[Step]
+    index: dict[Step, int]
+    children: dict[int, list[tuple[int, int]]]  # step -> [(child step, output slot)]
+    levels: list[int]
+    inputs: list[int]
+    outputs: list[int]
+    sink_ports: dict[int, int] = field(default_factory=dict)  # output step -> sink port
+
+    @property
+    def top_level(self) -> int:
+        """The highest level: how many exchanges the deepest path crosses."""
+        return max(self.levels)
+
+    def step(self, i: int) -> Step:
+        """The step at plan index ``i``."""
+        return self.steps[i]
+
+
+def build_plan(flow: Dataflow) -> Plan:
+    """Validate ``flow`` and return its :class:`Plan` (raises ``ValueError``/``TypeError``)."""
+    if not isinstance(flow, Dataflow):
+        raise TypeError(f"expected a flowspark Dataflow; got {type(flow).__name__}")
+    steps = list(flow.steps)  # creation order is a topological order
+    inputs = [i for i, s in enumerate(steps) if s.kind == "input"]
+    outputs = [i for i, s in enumerate(steps) if s.kind == "output"]
+    if not inputs:
+        raise ValueError(
+            "Dataflow has no input: add one with flow.input(step_id, input) before running it"
+        )
+    if not outputs:
+        raise ValueError(
+            "Dataflow has no output: add one with flow.output(step_id, output) "
+            "(e.g. StdOutput() or TestingOutput(list)) before running it"
+        )
+    index = {s: i for i, s in enumerate(steps)}
+    children: dict[int, list[tuple[int, int]]] = {i: [] for i in range(len(steps))}
+    for i, step in enumerate(steps):
+        for port in step.upstreams:
+            children[index[port.step]].append((i, port.slot))
+
+    levels = [0] * len(steps)
+    for i, step in enumerate(steps):
+        for port in step.upstreams:
+            up = index[port.step]
+            bump = 1 if steps[up].kind in EXCHANGE_KINDS else 0
+            levels[i] = max(levels[i], levels[up] + bump)
+
+    reaches_output = [False] * len(steps)
+    for i in reversed(range(len(steps))):
+        reaches_output[i] = steps[i].kind == "output" or any(
+            reaches_output[c] for c, _ in children[i]
+        )
+    for i in inputs:
+        if not reaches_output[i]:
+            raise ValueError(
+                f"input {steps[i].step_id!r} never reaches an output: connect its "
+                "stream to an output step"
+            )
+    sink_ports = {o: SINK_PORT_BASE + n for n, o in enumerate(outputs)}
+    return Plan(steps, index, children, levels, inputs, outputs, sink_ports)

@@ -1,0 +1,204 @@
+"""The fused stateless stage: one Python pass over a chunk runs every step of a level.
+
+Operators work a list at a time (as bytewax does a batch at a time), using the
+builtins ``map``/``filter`` so only the user's function runs per item. When a
+user function raises, the position of the list iterator tells which item it was
+given (``__length_hint__`` counts what is left), so the error names the item at
+no per-item cost.
+
+>>> from flowspark.dataflow import Dataflow
+>>> from flowspark.plan.graph import build_plan
+>>> from flowspark.testing import TestingInput, TestingOutput
+>>> flow = Dataflow()
+>>> _ = flow.input("inp", TestingInput([]))
+>>> flow.map(lambda x: x + 1)
+>>> flow.filter(lambda x: x % 2 == 0)
+>>> flow.output("out", TestingOutput([]))
+>>> program = StageProgram.for_level(build_plan(flow), 0)
+>>> [(port, list(items)) for port, items in program.run(0, range(5), StageContext())]
+[(1048576, [2, 4])]
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import chain
+from typing import Any
+
+from flowspark.plan.graph import Plan
+from flowspark.runtime.errors import step_failure
+
+__all__ = ["StageContext", "StageProgram", "Node"]
+
+Items = Sequence[Any]
+
+
+@dataclass
+class StageContext:
+    """What the running task knows: ``epoch`` (micro-batch + 1) and ``worker`` (partition)."""
+
+    epoch: int = 1
+    worker: int = 0
+
+
+def _position(items: Items, it: Any) -> Any:
+    """The item the iterator ``it`` over ``items`` handed out last."""
+    remaining = it.__length_hint__()
+    return items[len(items) - remaining - 1]
+
+
+@dataclass
+class Node:
+    """One step of a level, ready to run on lists of items."""
+
+    index: int
+    step_id: str
+    kind: str
+    fn: Callable[..., Any] | None
+    local_children: list[tuple[int, int]]  # (step, slot) in this level
+    remote_children: list[tuple[int, int]]  # (step, slot) in a later level
+    sink_port: int | None
+
+    def apply(self, items: Items, ctx: StageContext) -> tuple[Items, ...]:
+        """Run this step over ``items``; one result list per output slot."""
+        fn = self.fn
+        kind = self.kind
+        if fn is None:  # input, merge, output, redistribute: items pass on
+            return (items,)
+        it = iter(items)
+        try:
+            result = self._run(fn, kind, items, it, ctx)
+        except Exception as exc:
+            raise step_failure(self.step_id, fn, _position(items, it), exc) from None
+        # A user function raising StopIteration ends map()/filter() early and
+        # silently: the iterator is then not exhausted (or a map came up short).
+        if it.__length_hint__() or (kind == "map" and len(result[0]) != len(items)):
+            bad = _position(items, it) if it.__length_hint__() else items[len(result[0])]
+            exc = RuntimeError("the function raised StopIteration")
+            raise step_failure(self.step_id, fn, bad, exc)
+        return result
+
+    def _run(
+        self, fn: Callable[..., Any], kind: str, items: Items, it: Any, ctx: StageContext
+    ) -> tuple[Items, ...]:
+        if kind == "map":
+            return (list(map(fn, it)),)
+        if kind == "filter":
+            return (list(filter(fn, it)),)
+        if kind == "filter_map":
+            return ([y for y in map(fn, it) if y is not None],)
+        if kind == "flat_map":
+            return (list(chain.from_iterable(map(fn, it))),)
+        if kind == "inspect":
+            deque(map(fn, it), maxlen=0)
+            return (items,)
+        if kind == "inspect_epoch":
+            epoch = ctx.epoch
+            deque(map(lambda x: fn(epoch, x), it), maxlen=0)
+            return (items,)
+        if kind == "inspect_worker":
+            worker = ctx.worker
+            deque(map(lambda x: fn(worker, x), it), maxlen=0)
+            return (items,)
+        if kind == "branch":
+            trues: list[Any] = []
+            falses: list[Any] = []
+            for x in it:
+                (trues if fn(x) else falses).append(x)
+            return (trues, falses)
+        raise ValueError(f"step {self.step_id!r}: unknown stateless kind {kind!r}")
+
+
+_PASS_KINDS = frozenset({"input", "merge", "output", "redistribute"})
+_FN_ROLE = {
+    "map": "mapper",
+    "filter": "predicate",
+    "filter_map": "mapper",
+    "flat_map": "mapper",
+    "inspect": "inspector",
+    "inspect_epoch": "inspector",
+    "inspect_worker": "inspector",
+    "branch": "predicate",
+}
+
+
+class StageProgram:
+    """All steps of one level, wired, with a run order per entry step."""
+
+    def __init__(self, nodes: dict[int, Node], orders: dict[int, list[int]]) -> None:
+        self.nodes = nodes
+        self.orders = orders
+
+    @classmethod
+    def for_level(
+        cls, plan: Plan, level: int, entries: Sequence[int] | None = None
+    ) -> StageProgram:
+        """Build the program of ``level``; ``entries`` are the steps rows deliver to."""
+        members = [i for i, lv in enumerate(plan.levels) if lv == level]
+        nodes: dict[int, Node] = {}
+        for i in members:
+            step = plan.step(i)
+            if step.kind not in _PASS_KINDS and step.kind not in _FN_ROLE:
+                raise ValueError(
+                    f"step {step.step_id!r}: {step.kind} cannot run in a stateless stage"
+                )
+            local, remote = [], []
+            for child, slot in plan.children[i]:
+                crosses = step.kind == "redistribute" or plan.levels[child] != level
+                (remote if crosses else local).append((child, slot))
+            role = _FN_ROLE.get(step.kind)
+            nodes[i] = Node(
+                index=i,
+                step_id=step.step_id,
+                kind=step.kind,
+                fn=step.fns[role] if role else None,
+                local_children=local,
+                remote_children=remote,
+                sink_port=plan.sink_ports.get(i),
+            )
+        if entries is None:
+            entries = [i for i in members if plan.step(i).kind == "input"] or members
+        orders = {e: _reachable_in_order(nodes, e) for e in entries}
+        return cls(nodes, orders)
+
+    def run(self, entry: int, items: Items, ctx: StageContext) -> list[tuple[int, Items]]:
+        """Push ``items`` into step ``entry``; return ``(port, items)`` leaving this level.
+
+        A port is a sink port (``SINK_PORT_BASE + n``) or the plan index of a step
+        in a later level.
+        """
+        pending: dict[int, list[Items]] = {entry: [items]}
+        leaving: list[tuple[int, Items]] = []
+        nodes = self.nodes
+        for i in self.orders[entry]:
+            chunks = pending.pop(i, None)
+            if not chunks:
+                continue
+            xs = chunks[0] if len(chunks) == 1 else list(chain.from_iterable(chunks))
+            if not xs:
+                continue
+            node = nodes[i]
+            results = node.apply(xs, ctx)
+            if node.sink_port is not None:
+                leaving.append((node.sink_port, xs))
+            for child, slot in node.local_children:
+                pending.setdefault(child, []).append(results[slot])
+            for child, slot in node.remote_children:
+                if results[slot]:
+                    leaving.append((child, results[slot]))
+        return leaving
+
+
+def _reachable_in_order(nodes: dict[int, Node], entry: int) -> list[int]:
+    """Steps reachable from ``entry`` inside the level, in plan (topological) order."""
+    seen = {entry}
+    stack = [entry]
+    while stack:
+        i = stack.pop()
+        for child, _ in nodes[i].local_children:
+            if child not in seen:
+                seen.add(child)
+                stack.append(child)
+    return sorted(seen)

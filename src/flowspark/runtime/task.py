@@ -1,0 +1,105 @@
+"""What one Spark task runs: chunks in, a level's program, Arrow batches of rows out.
+
+Used by the source reader (level 0, fed by the input's splits) and by the
+stage after each exchange (fed by rows). Text that user functions print is
+captured per chunk and travels as rows on :data:`STDOUT_PORT`, so the driver
+prints it in order, where the user (or a test's ``capsys``) sees it.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from flowspark.plan.graph import SINK_PORT_BASE
+from flowspark.runtime.codec import STDOUT_PORT, encode_items, encode_range
+from flowspark.runtime.stage import Items, StageContext, StageProgram
+
+__all__ = ["ARROW_SCHEMA", "task_context", "run_program", "rows_to_batch"]
+
+ARROW_SCHEMA = pa.schema([("port", pa.int32()), ("key", pa.string()), ("data", pa.binary())])
+_FLUSH_BYTES = 8 << 20
+_FLUSH_ROWS = 256
+
+
+def task_context() -> StageContext:
+    """The epoch (micro-batch id + 1) and worker (partition id) of the running task."""
+    from pyspark import TaskContext
+
+    tc = TaskContext.get()
+    if tc is None:
+        return StageContext()
+    batch_id = tc.getLocalProperty("streaming.sql.batchId")
+    epoch = int(batch_id) + 1 if batch_id is not None else 1
+    return StageContext(epoch=epoch, worker=tc.partitionId())
+
+
+def rows_to_batch(ports: list[int], keys: list[str | None], datas: list[bytes]) -> pa.RecordBatch:
+    """Build one Arrow batch of flowspark rows."""
+    return pa.RecordBatch.from_arrays(
+        [pa.array(ports, pa.int32()), pa.array(keys, pa.string()), pa.array(datas, pa.binary())],
+        schema=ARROW_SCHEMA,
+    )
+
+
+def _encode(items: Items) -> bytes:
+    if isinstance(items, range):
+        return encode_range(items)
+    return encode_items(items if isinstance(items, list) else list(items))
+
+
+def _pieces(items: Items, n: int) -> list[Items]:
+    if n <= 1 or len(items) < 2 * n:
+        return [items]
+    size = -(-len(items) // n)
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def run_program(
+    program: StageProgram,
+    feeds: Iterable[tuple[int, Items]],
+    ctx: StageContext,
+    spread: int = 1,
+) -> Iterator[pa.RecordBatch]:
+    """Run ``program`` over ``(entry step, items)`` feeds; yield rows of what leaves.
+
+    Items bound for a later level are cut into ``spread`` pieces so the
+    exchange in between can spread them over partitions.
+    """
+    ports: list[int] = []
+    keys: list[Any] = []
+    datas: list[bytes] = []
+    size = 0
+    captured = io.StringIO()
+    for entry, items in feeds:
+        real_stdout = sys.stdout
+        sys.stdout = captured
+        try:
+            leaving = program.run(entry, items, ctx)
+        finally:
+            sys.stdout = real_stdout
+        text = captured.getvalue()
+        if text:
+            captured.seek(0)
+            captured.truncate()
+            data = text.encode("utf-8", "backslashreplace")
+            ports.append(STDOUT_PORT)
+            keys.append(None)
+            datas.append(data)
+            size += len(data)
+        for port, out in leaving:
+            for piece in _pieces(out, 1 if port >= SINK_PORT_BASE else spread):
+                data = _encode(piece)
+                ports.append(port)
+                keys.append(None)
+                datas.append(data)
+                size += len(data)
+        if size >= _FLUSH_BYTES or len(ports) >= _FLUSH_ROWS:
+            yield rows_to_batch(ports, keys, datas)
+            ports, keys, datas, size = [], [], [], 0
+    if ports:
+        yield rows_to_batch(ports, keys, datas)

@@ -1,0 +1,53 @@
+"""Helpers for tests and examples: in-memory input/output and ``run_main``.
+
+>>> from flowspark.dataflow import Dataflow
+>>> from flowspark.testing import TestingInput, TestingOutput, run_main
+>>> flow = Dataflow()
+>>> _ = flow.input("inp", TestingInput(range(3)))
+>>> flow.map(lambda x: x + 10)
+>>> out = []
+>>> flow.output("out", TestingOutput(out))
+>>> run_main(flow)
+>>> out
+[10, 11, 12]
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from flowspark.api.dataflow import Dataflow
+from flowspark.connectors.memory import TestingInput, TestingOutput
+from flowspark.recovery import RecoveryConfig
+
+__all__ = ["TestingInput", "TestingOutput", "run_main"]
+
+
+def run_main(
+    flow: Dataflow,
+    *,
+    epoch_interval: timedelta | None = None,
+    recovery_config: RecoveryConfig | None = None,
+    master: str | None = None,
+) -> None:
+    """Run ``flow`` on the embedded Spark session until every input is exhausted.
+
+    ``epoch_interval=timedelta(0)`` gives every source batch its own epoch
+    (micro-batch); ``recovery_config`` keeps the checkpoint so a rerun resumes.
+    Reusable: later calls in the same process reuse the running session.
+    """
+    from flowspark.engine.query import RunConfig, run_flow
+
+    if epoch_interval is not None and not isinstance(epoch_interval, timedelta):
+        raise TypeError(f"epoch_interval must be a timedelta; got {epoch_interval!r}")
+    recovery_dir: Any = recovery_config.db_dir if recovery_config else None
+    run_flow(
+        flow,
+        RunConfig(
+            bounded=True,
+            recovery_dir=str(recovery_dir) if recovery_dir else None,
+            epoch_interval=epoch_interval,
+            master=master,
+        ),
+    )

@@ -1,0 +1,161 @@
+"""`locate_dataflow`: how ``python -m flowspark.run IMPORT_STR`` finds the flow."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from flowspark.cli import locate_dataflow
+from flowspark.dataflow import Dataflow
+
+MODULE_SOURCE = textwrap.dedent(
+    """
+    from flowspark.dataflow import Dataflow
+
+    flow = Dataflow("default")
+    other = Dataflow("other")
+    not_a_flow = 42
+    config = "x"
+
+    def make(name="made", *, size=1):
+        f = Dataflow(f"{name}-{size}")
+        return f
+
+    def make_list(items):
+        return Dataflow("list-" + ",".join(map(str, items)))
+
+    def make_number():
+        return 7
+    """
+)
+
+_counter = itertools.count()
+
+
+@pytest.fixture
+def isolated(monkeypatch, tmp_path):
+    """Run in ``tmp_path``; undo locate_dataflow's sys.path and sys.modules changes."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    before = set(sys.modules)
+    yield tmp_path
+    for name in set(sys.modules) - before:
+        del sys.modules[name]
+
+
+@pytest.fixture
+def module_name(isolated: Path) -> str:
+    """A fresh importable module (unique name, so no import cache interferes)."""
+    name = f"fs_cli_flows_{next(_counter)}"
+    (isolated / f"{name}.py").write_text(MODULE_SOURCE)
+    return name
+
+
+def test_module_colon_attribute(module_name):
+    flow = locate_dataflow(f"{module_name}:other")
+    assert isinstance(flow, Dataflow)
+    assert flow.flow_id == "other"
+
+
+def test_attribute_defaults_to_flow(module_name):
+    assert locate_dataflow(module_name).flow_id == "default"
+
+
+def test_module_with_trailing_colon_defaults_to_flow(module_name):
+    assert locate_dataflow(f"{module_name}:").flow_id == "default"
+
+
+def test_factory_call_without_arguments(module_name):
+    assert locate_dataflow(f"{module_name}:make()").flow_id == "made-1"
+
+
+def test_factory_call_with_literal_arguments(module_name):
+    assert locate_dataflow(f"{module_name}:make('wc', size=3)").flow_id == "wc-3"
+
+
+def test_factory_call_with_a_literal_containing_a_colon(module_name):
+    assert locate_dataflow(f"{module_name}:make('a:b')").flow_id == "a:b-1"
+
+
+def test_factory_call_with_a_list_literal(module_name):
+    assert locate_dataflow(f"{module_name}:make_list([1, 'two'])").flow_id == "list-1,two"
+
+
+def test_factory_arguments_must_be_literals(module_name):
+    with pytest.raises(SystemExit, match="must be literals"):
+        locate_dataflow(f"{module_name}:make(config)")
+
+
+def test_unknown_factory(module_name):
+    with pytest.raises(SystemExit, match="has no function 'nope'"):
+        locate_dataflow(f"{module_name}:nope()")
+
+
+def test_file_path_with_attribute(isolated):
+    path = isolated / "sub" / "my_flow_file.py"
+    path.parent.mkdir()
+    path.write_text(MODULE_SOURCE)
+    assert locate_dataflow(f"{path}:other").flow_id == "other"
+
+
+def test_file_path_defaults_to_flow(isolated):
+    path = isolated / "another_flow_file.py"
+    path.write_text(MODULE_SOURCE)
+    assert locate_dataflow(str(path)).flow_id == "default"
+
+
+def test_relative_file_path(isolated):
+    (isolated / "sub").mkdir()
+    (isolated / "sub" / "relative_flow_file.py").write_text(MODULE_SOURCE)
+    assert locate_dataflow("sub/relative_flow_file.py:make(size=2)").flow_id == "made-2"
+
+
+def test_missing_file_exits_with_a_clear_message(isolated):
+    with pytest.raises(SystemExit, match="no such file: missing.py"):
+        locate_dataflow("missing.py:flow")
+
+
+def test_missing_module_exits_with_a_clear_message(isolated):
+    with pytest.raises(SystemExit, match="could not import module 'fs_no_such_module_xyz'"):
+        locate_dataflow("fs_no_such_module_xyz:flow")
+
+
+def test_missing_attribute_exits_with_a_clear_message(module_name):
+    with pytest.raises(SystemExit, match=f"'{module_name}' has no attribute 'nope'"):
+        locate_dataflow(f"{module_name}:nope")
+
+
+def test_non_dataflow_attribute_exits(module_name):
+    with pytest.raises(SystemExit, match="is a int, not a Dataflow"):
+        locate_dataflow(f"{module_name}:not_a_flow")
+
+
+def test_factory_returning_a_non_dataflow_exits(module_name):
+    with pytest.raises(SystemExit, match="not a Dataflow"):
+        locate_dataflow(f"{module_name}:make_number()")
+
+
+def test_dotted_attribute_is_not_understood(module_name):
+    with pytest.raises(SystemExit, match="cannot understand 'flow.steps'"):
+        locate_dataflow(f"{module_name}:flow.steps")
+
+
+def test_malformed_attribute_exits_with_a_clear_message(module_name):
+    with pytest.raises(SystemExit, match="flowspark.run"):
+        locate_dataflow(f"{module_name}:make(")
+
+
+def test_missing_dependency_of_the_module_is_not_masked(isolated):
+    (isolated / "fs_cli_uses_dep.py").write_text("import fs_cli_missing_dependency_q\n")
+    with pytest.raises(ModuleNotFoundError, match="fs_cli_missing_dependency_q"):
+        locate_dataflow("fs_cli_uses_dep:flow")
+
+
+def test_missing_dependency_named_like_a_prefix_is_not_masked(isolated):
+    (isolated / "fs_cli_app.py").write_text("import fs_cli\n")
+    with pytest.raises(ModuleNotFoundError, match="fs_cli"):
+        locate_dataflow("fs_cli_app:flow")

@@ -1,0 +1,207 @@
+"""Chunks between Python and Spark (`codec`) and failures carried to the driver (`errors`)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from flowspark.runtime.codec import decode_items, encode_items, encode_range
+from flowspark.runtime.errors import (
+    RemoteStepFailure,
+    StepError,
+    find_step_error,
+    short_repr,
+    step_failure,
+)
+
+
+@dataclass
+class Point:
+    x: int
+    y: int
+
+
+# -- codec ------------------------------------------------------------------------------
+
+
+def test_mixed_items_round_trip():
+    items = [
+        1,
+        -(2**70),
+        3.5,
+        float("inf"),
+        "héllo ✓",
+        b"\x00\xff",
+        None,
+        True,
+        (1, "a"),
+        ["nested", [1]],
+        {"k": {1, 2}},
+        Decimal("1.10"),
+        datetime(2024, 1, 2, tzinfo=UTC),
+        Point(1, 2),
+    ]
+    decoded = decode_items(encode_items(items))
+    assert decoded == items
+    assert type(decoded) is list
+
+
+def test_empty_list_round_trips():
+    assert decode_items(encode_items([])) == []
+
+
+def test_functions_in_items_survive():
+    offset = 5
+    [fn] = decode_items(encode_items([lambda x: x + offset]))
+    assert fn(1) == 6
+
+
+def test_item_chunks_are_tagged_p():
+    assert encode_items([1])[:1] == b"P"
+    assert encode_range(range(3))[:1] == b"R"
+
+
+def test_range_chunk_is_small():
+    assert len(encode_range(range(10**12))) == 25
+
+
+@pytest.mark.parametrize(
+    "r", [range(0), range(5), range(2, 8, 3), range(10, -5, -4), range(-(2**63), 2**63 - 1)]
+)
+def test_ranges_round_trip_as_ranges(r):
+    decoded = decode_items(encode_range(r))
+    assert isinstance(decoded, range)
+    assert (decoded.start, decoded.stop, decoded.step) == (r.start, r.stop, r.step)
+
+
+@given(
+    st.integers(-(2**62), 2**62),
+    st.integers(-(2**62), 2**62),
+    st.integers(-(2**40), 2**40).filter(bool),
+)
+def test_any_int64_range_round_trips(start, stop, step):
+    r = range(start, stop, step)
+    decoded = decode_items(encode_range(r))
+    assert (decoded.start, decoded.stop, decoded.step) == (start, stop, step)
+
+
+@given(st.lists(st.one_of(st.integers(), st.text(), st.floats(allow_nan=False), st.none())))
+def test_any_simple_list_round_trips(items):
+    assert decode_items(encode_items(items)) == items
+
+
+@pytest.mark.parametrize("data", [b"", b"X123", b"p" + encode_items([1])[1:]])
+def test_bad_tag_is_a_value_error(data):
+    with pytest.raises(ValueError, match="not a flowspark chunk"):
+        decode_items(data)
+
+
+# -- errors -----------------------------------------------------------------------------
+
+
+class Unpicklable(Exception):
+    def __init__(self, msg):
+        super().__init__(msg)
+        self.lock = threading.Lock()
+
+
+class NeedsTwoArgs(Exception):
+    """Pickles fine but cannot be rebuilt (``args`` has one element)."""
+
+    def __init__(self, a, b):
+        super().__init__(f"{a}/{b}")
+
+
+def named_fn(x):
+    return x
+
+
+def failure_text(exc: BaseException, item="it", fn=named_fn) -> str:
+    return str(step_failure("the_step", fn, item, exc))
+
+
+def test_step_failure_is_a_remote_step_failure_with_a_readable_head():
+    exc = step_failure("s1", named_fn, 42, ValueError("bad"))
+    assert isinstance(exc, RemoteStepFailure)
+    assert str(exc).startswith("step 's1' failed on item 42: ValueError: bad ")
+
+
+def test_find_step_error_in_wrapped_jvm_text():
+    text = (
+        "org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
+        f"  ...\nflowspark.runtime.errors.RemoteStepFailure: {failure_text(KeyError('k'))}\n"
+        "\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException"
+    )
+    error = find_step_error(text)
+    assert isinstance(error, StepError)
+    assert (error.step_id, error.function, error.item) == ("the_step", "named_fn", "'it'")
+    assert str(error) == "step 'the_step' (named_fn) failed on item 'it': KeyError: 'k'"
+
+
+def test_find_step_error_without_marker_is_none():
+    assert find_step_error("java.lang.OutOfMemoryError: Java heap space") is None
+
+
+def test_cause_is_the_original_exception_with_the_worker_traceback():
+    try:
+        raise ValueError("original")
+    except ValueError as exc:
+        text = failure_text(exc)
+    cause = find_step_error(text).__cause__
+    assert type(cause) is ValueError
+    assert cause.args == ("original",)
+    [note] = cause.__notes__
+    assert note.startswith("Traceback in the Spark worker:")
+    assert "test_cause_is_the_original_exception" in note
+
+
+def test_unpicklable_exception_becomes_a_runtime_error_cause():
+    error = find_step_error(failure_text(Unpicklable("locked")))
+    assert type(error.__cause__) is RuntimeError
+    assert str(error.__cause__) == "Unpicklable: locked"
+    assert "Unpicklable: locked" in str(error)
+
+
+def test_exception_that_cannot_be_rebuilt_becomes_a_runtime_error_cause():
+    error = find_step_error(failure_text(NeedsTwoArgs(1, 2)))
+    assert type(error.__cause__) is RuntimeError
+    assert str(error.__cause__) == "NeedsTwoArgs: 1/2"
+
+
+def test_function_name_uses_qualname_then_type():
+    class Mapper:
+        def __call__(self, x):
+            return x
+
+        def method(self, x):
+            return x
+
+    assert find_step_error(failure_text(ValueError(), fn=Mapper().method)).function.endswith(
+        "Mapper.method"
+    )
+    assert find_step_error(failure_text(ValueError(), fn=Mapper())).function == "Mapper"
+
+
+def test_short_repr_keeps_short_text():
+    assert short_repr("abc") == "'abc'"
+
+
+def test_short_repr_truncates_to_the_limit():
+    text = short_repr(list(range(1000)), limit=50)
+    assert len(text) == 50
+    assert text.startswith("[0, 1, 2")
+    assert text.endswith("...")
+
+
+def test_short_repr_survives_a_broken_repr():
+    class Broken:
+        def __repr__(self):
+            raise KeyError("nope")
+
+    assert short_repr(Broken()) == "<unrepresentable Broken: KeyError('nope')>"
