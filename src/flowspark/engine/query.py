@@ -16,8 +16,9 @@ import pickle
 import shutil
 import sys
 import sysconfig
+import signal
 import tempfile
-import time
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -196,11 +197,11 @@ def run_flow(flow: Dataflow, config: RunConfig | None = None) -> None:
             seconds = config.trigger_interval.total_seconds()
             writer = writer.trigger(processingTime=f"{int(seconds * 1000)} milliseconds")
         connections = callback_connections()
-        query = writer.start()
         try:
-            _await(query)
+            with _ctrl_c_flag() as interrupted:
+                query = writer.start()
+                _await(query, interrupted)
         except KeyboardInterrupt:
-            query.stop()
             raise
         except Exception as exc:
             error = dispatcher.error or clean_spark_error(exc)
@@ -213,10 +214,31 @@ def run_flow(flow: Dataflow, config: RunConfig | None = None) -> None:
             raise dispatcher.error
 
 
-def _await(query: Any) -> None:
-    """Wait for the query in short slices, so Ctrl-C reaches Python promptly."""
+@contextlib.contextmanager
+def _ctrl_c_flag() -> Iterator[threading.Event]:
+    """Turn SIGINT into a flag while a query runs.
+
+    PySpark's own handler calls into the JVM from inside the signal handler,
+    which breaks the py4j call the main thread is in (pages of py4j errors).
+    A flag checked between short waits stops the query cleanly instead.
+    """
+    flag = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield flag
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: flag.set())
+    try:
+        yield flag
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _await(query: Any, interrupted: threading.Event) -> None:
+    """Wait for the query in short slices; stop it and raise KeyboardInterrupt on Ctrl-C."""
     while query.isActive:
+        if interrupted.is_set():
+            query.stop()
+            raise KeyboardInterrupt
         query.awaitTermination(0.2)
     # Surface a failure that ended the query between two polls.
     query.awaitTermination()
-    time.sleep(0)

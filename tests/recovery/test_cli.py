@@ -1,0 +1,76 @@
+"""The CLI end to end: the quickstart prints its results; Ctrl-C stops an endless flow cleanly."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+ENDLESS = """
+from flowspark.connectors.stdio import StdOutput
+from flowspark.dataflow import Dataflow
+from flowspark.testing import TestingInput
+
+def make(n):
+    flow = Dataflow()
+    flow.input("inp", TestingInput(range(n)))
+    flow.map(lambda x: f"item {x}")
+    flow.output("out", StdOutput())
+    return flow
+"""
+
+
+@pytest.mark.slow
+def test_quickstart_prints_its_results():
+    proc = subprocess.run(
+        [sys.executable, "-m", "flowspark.run", "examples/quickstart.py", "--bounded",
+         "--master", "local[2]"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert "long word: flowing" in lines
+    assert any(line.split() == ["spark", "5"] for line in lines)
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_an_unbounded_flow_cleanly(tmp_path: Path):
+    (tmp_path / "endless.py").write_text(ENDLESS)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flowspark.run", "endless:make(3)", "--master", "local[2]",
+         "--trigger-interval", "0.2"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    try:
+        first = proc.stdout.readline()  # blocks until the flow has printed
+        assert first == "item 0\n"
+        time.sleep(1.0)
+        assert proc.poll() is None, "an unbounded flow keeps running after its input ends"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err[-3000:]
+    assert "Traceback" not in err
+    assert "stopped" in err
+
+
+def test_factory_with_a_bad_attribute_exits_with_a_message(tmp_path: Path):
+    (tmp_path / "endless.py").write_text(ENDLESS)
+    proc = subprocess.run(
+        [sys.executable, "-m", "flowspark.run", "endless:nothing"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    assert "has no attribute 'nothing'" in proc.stderr
+    assert "Traceback" not in proc.stderr
