@@ -14,9 +14,9 @@ import contextlib
 import os
 import pickle
 import shutil
+import signal
 import sys
 import sysconfig
-import signal
 import tempfile
 import threading
 from collections.abc import Iterator
