@@ -93,7 +93,10 @@ def get_session(
         builder = SparkSession.builder.master(master).appName("flowspark")
         for key, value in settings.items():
             builder = builder.config(key, value)
-        session = builder.getOrCreate()
+        from flowspark.engine.jvm_output import filtered_jvm_stderr
+
+        with contextlib.nullcontext() if verbose else filtered_jvm_stderr():
+            session = builder.getOrCreate()
         session.sparkContext.setLogLevel("WARN" if verbose else "OFF")
         from flowspark.engine.source import FlowsparkSource
 
