@@ -162,7 +162,7 @@ def test_stateless_stage_rejects_unknown_kinds():
     flow, s = new_flow()
     s.output("out", TestingOutput([]))
     plan = build_plan(flow)
-    object.__setattr__(plan.steps[0], "kind", "stateful_map")
+    object.__setattr__(plan.steps[0], "kind", "no_such_operator")
     with pytest.raises(ValueError, match="cannot run in a stateless stage"):
         StageProgram.for_level(plan, 0)
 

@@ -18,11 +18,12 @@ merges and several inputs or outputs.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from datetime import timedelta
 from typing import Any
 
 from flowspark.api.steps import Port, Step
 
-__all__ = ["Dataflow", "Stream"]
+__all__ = ["Dataflow", "Stream", "WindowStream"]
 
 
 def _check_callable(kind: str, role: str, fn: Any) -> None:
@@ -129,6 +130,113 @@ class Stream:
         step = self._flow._add_step("output", step_id, self._ports, args={"output": output})
         return Stream(self._flow, Port(step))
 
+    # -- stateful operators (items must be ``(key: str, value)``) --------------
+
+    def reduce(self, step_id: str, reducer: Callable, is_complete: Callable) -> Stream:
+        """Fold each key's values into an accumulator; emit ``(key, acc)`` when complete.
+
+        The first value starts the accumulator; ``is_complete(acc)`` decides when
+        to emit and forget it. Incomplete keys emit nothing at the end of input.
+        """
+        _check_callable("reduce", "reducer", reducer)
+        _check_callable("reduce", "is_complete", is_complete)
+        return self._add("reduce", step_id, {"reducer": reducer, "is_complete": is_complete})
+
+    def stateful_map(self, step_id: str, builder: Callable, mapper: Callable) -> Stream:
+        """``mapper(state, value) -> (state, out)`` per key; emits ``(key, out)``.
+
+        ``builder`` makes a new key's state: called with the key if it takes one
+        argument, else with none. A ``None`` state forgets the key.
+        """
+        _check_callable("stateful_map", "builder", builder)
+        _check_callable("stateful_map", "mapper", mapper)
+        return self._add("stateful_map", step_id, {"builder": builder, "mapper": mapper})
+
+    def batch(self, step_id: str, max_size: int, timeout: timedelta) -> Stream:
+        """Emit ``(key, [values])`` at ``max_size``, ``timeout`` after a batch starts, and at
+        the end of input."""
+        if not isinstance(max_size, int) or max_size < 1:
+            raise ValueError(
+                f"batch {step_id!r}: max_size must be a positive int; got {max_size!r}"
+            )
+        if not isinstance(timeout, timedelta) or timeout <= timedelta(0):
+            raise TypeError(
+                f"batch {step_id!r}: timeout must be a positive timedelta; got {timeout!r}"
+            )
+        return self._add("batch", step_id, args={"max_size": max_size, "timeout": timeout})
+
+    def reduce_window(
+        self,
+        step_id: str,
+        clock_config: Any,
+        window_config: Any,
+        reducer: Callable,
+        *,
+        with_window: bool = False,
+    ) -> WindowStream:
+        """Reduce each key's values per window; emit ``(key, acc)`` when a window closes."""
+        _check_callable("reduce_window", "reducer", reducer)
+        return self._window(
+            "reduce_window", step_id, clock_config, window_config, {"reducer": reducer}, with_window
+        )
+
+    def fold_window(
+        self,
+        step_id: str,
+        clock_config: Any,
+        window_config: Any,
+        builder: Callable,
+        folder: Callable,
+        *,
+        with_window: bool = False,
+    ) -> WindowStream:
+        """Fold each key's values per window into ``builder()``; emit ``(key, acc)`` at close."""
+        _check_callable("fold_window", "builder", builder)
+        _check_callable("fold_window", "folder", folder)
+        return self._window(
+            "fold_window",
+            step_id,
+            clock_config,
+            window_config,
+            {"builder": builder, "folder": folder},
+            with_window,
+        )
+
+    def collect_window(
+        self, step_id: str, clock_config: Any, window_config: Any, *, with_window: bool = False
+    ) -> WindowStream:
+        """Emit ``(key, [values sorted by time])`` for each window when it closes."""
+        return self._window("collect_window", step_id, clock_config, window_config, {}, with_window)
+
+    def _window(
+        self,
+        kind: str,
+        step_id: str,
+        clock_config: Any,
+        window_config: Any,
+        fns: dict[str, Any],
+        with_window: bool,
+    ) -> WindowStream:
+        from flowspark.window import ClockConfig, WindowConfig
+
+        if not isinstance(clock_config, ClockConfig):
+            raise TypeError(
+                f"{kind} {step_id!r}: clock_config must be EventClockConfig or "
+                f"SystemClockConfig; got {type(clock_config).__name__}"
+            )
+        if not isinstance(window_config, WindowConfig):
+            raise TypeError(
+                f"{kind} {step_id!r}: window_config must be TumblingWindow, SlidingWindow or "
+                f"SessionWindow; got {type(window_config).__name__}"
+            )
+        args = {
+            "clock_config": clock_config,
+            "window_config": window_config,
+            "with_window": bool(with_window),
+        }
+        step = self._flow._add_step(kind, step_id, self._ports, fns, args)
+        return WindowStream(self._flow, Port(step, 0))
+
     # -- helpers ---------------------------------------------------------------
 
     def _split_args(self, kind: str, args: tuple[Any, ...]) -> tuple[str | None, Any]:
@@ -152,6 +260,22 @@ class Stream:
     ) -> Stream:
         step = self._flow._add_step(kind, step_id, self._ports, fns, args)
         return Stream(self._flow, Port(step))
+
+
+class WindowStream(Stream):
+    """The results of a window operator; ``.late`` is the stream of its late items.
+
+    Late items (their window already closed, or in no window) are never dropped
+    silently: they flow on ``late`` as ``(key, value)``, and the run reports how
+    many there were.
+    """
+
+    __slots__ = ()
+
+    @property
+    def late(self) -> Stream:
+        """``(key, value)`` items that arrived after their window closed."""
+        return Stream(self._flow, Port(self._port.step, 1))
 
 
 class Dataflow:
@@ -265,3 +389,45 @@ class Dataflow:
     def output(self, step_id: str, output: Any) -> None:
         """Write items to an output; items pass on downstream unmodified."""
         self._extend(self._chain().output(step_id, output))
+
+    # -- stateful operators -------------------------------------------------------
+
+    def reduce(self, step_id: str, reducer: Callable, is_complete: Callable) -> None:
+        """Reduce lets you combine items for a key into an accumulator."""
+        self._extend(self._chain().reduce(step_id, reducer, is_complete))
+
+    def stateful_map(self, step_id: str, builder: Callable, mapper: Callable) -> None:
+        """Map values one-to-one with a persistent state per key."""
+        self._extend(self._chain().stateful_map(step_id, builder, mapper))
+
+    def batch(self, step_id: str, max_size: int, timeout: timedelta) -> None:
+        """Batch each key's values until ``max_size`` or ``timeout``."""
+        self._extend(self._chain().batch(step_id, max_size, timeout))
+
+    def reduce_window(
+        self, step_id: str, clock_config: Any, window_config: Any, reducer: Callable, **kw: Any
+    ) -> None:
+        """Combine all items for a key within a window into an accumulator."""
+        self._extend(
+            self._chain().reduce_window(step_id, clock_config, window_config, reducer, **kw)
+        )
+
+    def fold_window(
+        self,
+        step_id: str,
+        clock_config: Any,
+        window_config: Any,
+        builder: Callable,
+        folder: Callable,
+        **kw: Any,
+    ) -> None:
+        """Fold all items for a key within a window into ``builder()``."""
+        self._extend(
+            self._chain().fold_window(step_id, clock_config, window_config, builder, folder, **kw)
+        )
+
+    def collect_window(
+        self, step_id: str, clock_config: Any, window_config: Any, **kw: Any
+    ) -> None:
+        """Collect all items for a key within a window, sorted by time."""
+        self._extend(self._chain().collect_window(step_id, clock_config, window_config, **kw))

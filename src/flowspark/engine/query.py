@@ -29,7 +29,7 @@ import cloudpickle
 
 from flowspark.api.dataflow import Dataflow
 from flowspark.inputs import SeekableInput
-from flowspark.plan.graph import Plan, build_plan
+from flowspark.plan.graph import STATEFUL_KINDS, Plan, build_plan
 from flowspark.runtime.codec import ROW_SCHEMA
 from flowspark.runtime.stage import StageProgram
 
@@ -78,6 +78,12 @@ def _register_user_modules(plan: Plan) -> None:
             cloudpickle.register_pickle_by_value(module)
 
 
+def _tick_ms(config: RunConfig) -> int:
+    """How often an idle unbounded stateful flow ticks its clock (timers need batches)."""
+    interval = config.trigger_interval or timedelta(seconds=1)
+    return max(100, int(interval.total_seconds() * 1000))
+
+
 def _check_inputs(plan: Plan) -> None:
     """Fail before Spark starts when an input cannot be read at all."""
     for i in plan.inputs:
@@ -90,7 +96,7 @@ def _check_inputs(plan: Plan) -> None:
 
 
 def _stage_function(program_bytes: bytes, entries: frozenset[int], spread: int) -> Any:
-    """The ``mapInArrow`` function of one exchange level."""
+    """The ``mapInArrow`` function of a level after a ``redistribute``."""
 
     def stage(batches: Iterator[Any]) -> Iterator[Any]:
         from flowspark.runtime.codec import decode_items
@@ -98,25 +104,23 @@ def _stage_function(program_bytes: bytes, entries: frozenset[int], spread: int) 
 
         program = pickle.loads(program_bytes)
         ctx = task_context()
-        passing: tuple[list, list, list] = ([], [], [])
-        feeds: list[tuple[int, Any]] = []
         for batch in batches:
             ports = batch.column(0).to_pylist()
             keys = batch.column(1).to_pylist()
             datas = batch.column(2).to_pylist()
-            for port, key, data in zip(ports, keys, datas):
+            times = [t // 1000 for t in batch.column(3).cast("int64").to_pylist()]
+            feeds = []
+            passing: tuple[list, list, list, list] = ([], [], [], [])
+            for port, key, data, t in zip(ports, keys, datas, times):
                 if port in entries:
                     feeds.append((port, decode_items(data)))
                 else:
-                    passing[0].append(port)
-                    passing[1].append(key)
-                    passing[2].append(data)
+                    for column, value in zip(passing, (port, key, data, t)):
+                        column.append(value)
             if passing[0]:
                 yield rows_to_batch(*passing)
-                passing = ([], [], [])
             if feeds:
-                yield from run_program(program, feeds, ctx, spread)
-                feeds = []
+                yield from run_program(program, feeds, ctx, spread, max(times))
 
     return stage
 
@@ -146,6 +150,8 @@ def run_flow(flow: Dataflow, config: RunConfig | None = None) -> None:
     )
     from flowspark.engine.sink import BatchDispatcher
     from flowspark.engine.source import SourceSpec
+    from flowspark.engine.stateful import LevelProcessor, keyed_level
+    from flowspark.runtime.stateful import logic_for
 
     config = config or RunConfig()
     plan = build_plan(flow)
@@ -166,6 +172,8 @@ def run_flow(flow: Dataflow, config: RunConfig | None = None) -> None:
                 per_batch_epochs=per_batch,
                 parallelism=parallelism,
                 spread=parallelism,
+                stateful=plan.stateful,
+                tick_ms=_tick_ms(config) if plan.stateful and not config.bounded else None,
             )
             path = scratch / f"input-{i}.spec"
             path.write_bytes(cloudpickle.dumps(spec))
@@ -173,19 +181,19 @@ def run_flow(flow: Dataflow, config: RunConfig | None = None) -> None:
         df = frames[0]
         for other in frames[1:]:
             df = df.union(other)
+        first_keyed = True
         for level in range(1, plan.top_level + 1):
-            entries = [
-                i
-                for i, lv in enumerate(plan.levels)
-                if lv == level
-                and any(
-                    plan.levels[p] < level
-                    for p in (plan.index[u.step] for u in plan.step(i).upstreams)
-                )
-            ]
+            entries = plan.entries(level)
             program = cloudpickle.dumps(StageProgram.for_level(plan, level, entries))
-            fn = _stage_function(program, frozenset(entries), parallelism)
-            df = df.repartition(parallelism).mapInArrow(fn, ROW_SCHEMA)
+            keyed = [i for i in entries if plan.step(i).kind in STATEFUL_KINDS]
+            if keyed:
+                logics = cloudpickle.dumps({i: logic_for(plan.step(i)) for i in keyed})
+                processor = LevelProcessor(program, logics, parallelism)
+                df = keyed_level(df, processor, first_keyed)
+                first_keyed = False
+            else:
+                fn = _stage_function(program, frozenset(entries), parallelism)
+                df = df.repartition(parallelism).mapInArrow(fn, ROW_SCHEMA)
 
         dispatcher = BatchDispatcher(plan, checkpoint / "flowspark-sinks")
         writer = df.writeStream.foreachBatch(dispatcher).option(

@@ -86,6 +86,7 @@ def get_session(
             "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
             "spark.sql.execution.arrow.pyspark.enabled": "true",
             "spark.python.worker.reuse": "true",
+            "spark.sql.session.timeZone": "UTC",
         }
         if master.startswith("local"):
             settings["spark.driver.memory"] = os.environ.get("FLOWSPARK_DRIVER_MEMORY", "2g")
@@ -93,9 +94,9 @@ def get_session(
         builder = SparkSession.builder.master(master).appName("flowspark")
         for key, value in settings.items():
             builder = builder.config(key, value)
-        from flowspark.engine.jvm_output import filtered_jvm_stderr
+        from flowspark.engine.jvm_output import filtered_jvm_output
 
-        with contextlib.nullcontext() if verbose else filtered_jvm_stderr():
+        with contextlib.nullcontext() if verbose else filtered_jvm_output():
             session = builder.getOrCreate()
         session.sparkContext.setLogLevel("WARN" if verbose else "OFF")
         from flowspark.engine.source import FlowsparkSource

@@ -19,7 +19,7 @@ from typing import Any
 
 from flowspark.outputs import DynamicOutput, Output, PartitionedOutput
 from flowspark.plan.graph import Plan
-from flowspark.runtime.codec import STDOUT_PORT, decode_items
+from flowspark.runtime.codec import MARKER_PORT, STDOUT_PORT, decode_items
 from flowspark.runtime.errors import StepError, find_step_error, short_repr
 
 __all__ = ["BatchDispatcher", "FlowFailed"]
@@ -161,6 +161,8 @@ class BatchDispatcher:
         for port, data in zip(ports, datas):
             if port == STDOUT_PORT:
                 sys.stdout.write(data.decode("utf-8"))
+                continue
+            if port == MARKER_PORT:
                 continue
             writer = writers.get(port)
             if writer is None:

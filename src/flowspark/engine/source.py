@@ -30,7 +30,8 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from flowspark.inputs import DynamicInput, Input, PartitionedInput, SeekableInput, Split
-from flowspark.runtime.codec import ROW_SCHEMA, decode_items, encode_items
+from flowspark.runtime.codec import MARKER_PORT, ROW_SCHEMA, decode_items, encode_items
+from flowspark.runtime.windowing import EOF_MS
 
 __all__ = ["FlowsparkSource", "SourceSpec"]
 
@@ -50,6 +51,15 @@ class SourceSpec:
     per_batch_epochs: bool  # epoch_interval == 0: one source batch per micro-batch
     parallelism: int
     spread: int  # pieces per chunk bound for an exchange
+    stateful: bool = False  # the flow keeps keyed state: announce the end, tick the clock
+    tick_ms: int | None = None  # unbounded stateful runs: a clock tick at least this often
+
+
+class _MarkerSplit(Split):
+    """No items: the partition exists only to carry the batch's time."""
+
+    def read(self) -> Iterator[Any]:
+        return iter(())
 
 
 class _ItemsSplit(Split):
@@ -241,11 +251,13 @@ class _DriverReadOffsets:
 class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """The stream reader; the planning process keeps one per query run."""
 
-    def __init__(self, spec_path: str, program: bytes, entry: int, spread: int) -> None:
+    def __init__(self, spec_path: str, spec: SourceSpec) -> None:
         self.spec_path = spec_path
-        self.program = program
-        self.entry = entry
-        self.spread = spread
+        self.program = spec.program
+        self.entry = spec.entry
+        self.spread = spec.spread
+        self.stateful = spec.stateful
+        self.tick_ms = spec.tick_ms
         self._offsets: Any = None
 
     # -- planning process (driver side) ----------------------------------------
@@ -261,31 +273,50 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         return self._offsets
 
     def initialOffset(self) -> dict:
-        return {"parts": {}}
+        return {"data": {"parts": {}}, "t": 0}
 
     def prepareForTriggerAvailableNow(self) -> None:
+        self._available_now = True
         self._manager().prepare_available_now()
 
     def latestOffset(self, start: dict, limit: Any = None) -> dict:
-        return self._manager().latest(start)
+        data = self._manager().latest(start["data"])
+        now = time.time_ns() // 1_000_000
+        if data != start["data"]:
+            return {"data": data, "t": max(now, start["t"])}
+        if not self.stateful or start.get("eof"):
+            return start
+        if getattr(self, "_available_now", False):
+            # Announce the end: the watermark jumps to the end of time, every timer fires.
+            return {"data": data, "t": EOF_MS, "eof": True}
+        if self.tick_ms is not None and now - start["t"] >= self.tick_ms:
+            return {"data": data, "t": now}  # a clock tick: timers due by now fire
+        return start
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        return [InputPartition(split) for split in self._manager().splits(start, end)]
+        ts = end["t"]
+        splits = self._manager().splits(start["data"], end["data"])
+        if not splits and self.stateful:
+            splits = [_MarkerSplit()]
+        return [InputPartition((split, ts)) for split in splits]
 
     def commit(self, end: dict) -> None:
         manager = self._manager()
         if hasattr(manager, "commit"):
-            manager.commit(end)
+            manager.commit(end["data"])
 
     # -- executors ---------------------------------------------------------------
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        from flowspark.runtime.task import run_program, task_context
+        from flowspark.runtime.task import rows_to_batch, run_program, task_context
 
+        split, ts = partition.value
+        if isinstance(split, _MarkerSplit):
+            yield rows_to_batch([MARKER_PORT], [None], [b""], ts)
+            return
         program = pickle.loads(self.program)
-        split: Split = partition.value
         feeds = ((self.entry, items) for items in split.read())
-        yield from run_program(program, feeds, task_context(), self.spread)
+        yield from run_program(program, feeds, task_context(), self.spread, ts)
 
 
 class FlowsparkSource(DataSource):
@@ -302,4 +333,4 @@ class FlowsparkSource(DataSource):
         path = self.options["spec"]
         with open(path, "rb") as f:
             spec: SourceSpec = pickle.load(f)
-        return _FlowsparkStreamReader(path, spec.program, spec.entry, spec.spread)
+        return _FlowsparkStreamReader(path, spec)

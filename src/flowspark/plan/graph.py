@@ -17,10 +17,14 @@ from dataclasses import dataclass, field
 from flowspark.api.dataflow import Dataflow
 from flowspark.api.steps import Step
 
-__all__ = ["Plan", "build_plan", "EXCHANGE_KINDS", "SINK_PORT_BASE"]
+__all__ = ["Plan", "build_plan", "EXCHANGE_KINDS", "STATEFUL_KINDS", "SINK_PORT_BASE"]
 
 # Steps whose output moves to other partitions (their children run a level up).
 EXCHANGE_KINDS = frozenset({"redistribute"})
+# Keyed steps: their input is shuffled by key, so they start a new level.
+STATEFUL_KINDS = frozenset(
+    {"reduce", "stateful_map", "batch", "reduce_window", "fold_window", "collect_window"}
+)
 # Rows whose port is SINK_PORT_BASE + i carry items for the plan's i-th output.
 SINK_PORT_BASE = 1 << 20
 
@@ -36,6 +40,20 @@ class Plan:
     inputs: list[int]
     outputs: list[int]
     sink_ports: dict[int, int] = field(default_factory=dict)  # output step -> sink port
+
+    @property
+    def stateful(self) -> bool:
+        """Whether any step keeps keyed state (the query then needs a clock)."""
+        return any(s.kind in STATEFUL_KINDS for s in self.steps)
+
+    def entries(self, level: int) -> list[int]:
+        """Steps of ``level`` that receive items from a lower level."""
+        return [
+            i
+            for i, lv in enumerate(self.levels)
+            if lv == level
+            and any(self.levels[self.index[u.step]] < level for u in self.steps[i].upstreams)
+        ]
 
     @property
     def top_level(self) -> int:
@@ -73,7 +91,7 @@ def build_plan(flow: Dataflow) -> Plan:
     for i, step in enumerate(steps):
         for port in step.upstreams:
             up = index[port.step]
-            bump = 1 if steps[up].kind in EXCHANGE_KINDS else 0
+            bump = 1 if steps[up].kind in EXCHANGE_KINDS or step.kind in STATEFUL_KINDS else 0
             levels[i] = max(levels[i], levels[up] + bump)
 
     reaches_output = [False] * len(steps)

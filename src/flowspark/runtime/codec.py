@@ -26,12 +26,25 @@ from typing import Any
 
 import cloudpickle
 
-__all__ = ["ROW_SCHEMA", "STDOUT_PORT", "encode_items", "encode_range", "decode_items"]
+__all__ = [
+    "ROW_SCHEMA",
+    "STDOUT_PORT",
+    "MARKER_PORT",
+    "KEY_SEPARATOR",
+    "encode_items",
+    "encode_range",
+    "decode_items",
+]
 
-# The schema of every flowspark row between Python and the JVM.
-ROW_SCHEMA = "port int, key string, data binary"
+# The schema of every flowspark row between Python and the JVM. ``ts`` is the
+# micro-batch's system time; it drives Spark's watermark, hence every timer.
+ROW_SCHEMA = "port int, key string, data binary, ts timestamp"
 # Rows on this port carry text a user function printed inside a worker.
 STDOUT_PORT = -1
+# Rows on this port carry only a time (a clock tick, or the end of the input).
+MARKER_PORT = -2
+# A keyed row's key column is f"{port}{KEY_SEPARATOR}{user key}".
+KEY_SEPARATOR = "\x1f"
 
 _RANGE = struct.Struct("<qqq")
 

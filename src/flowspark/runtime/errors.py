@@ -42,6 +42,8 @@ def short_repr(obj: Any, limit: int = REPR_LIMIT) -> str:
 
 
 def _function_name(fn: Any) -> str:
+    if isinstance(fn, str):
+        return fn
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
     return name or type(fn).__name__
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
-from flowspark.plan.graph import Plan
+from flowspark.plan.graph import STATEFUL_KINDS, Plan
 from flowspark.runtime.errors import step_failure
 
 __all__ = ["StageContext", "StageProgram", "Node"]
@@ -111,7 +111,7 @@ class Node:
         raise ValueError(f"step {self.step_id!r}: unknown stateless kind {kind!r}")
 
 
-_PASS_KINDS = frozenset({"input", "merge", "output", "redistribute"})
+_PASS_KINDS = frozenset({"input", "merge", "output", "redistribute"}) | STATEFUL_KINDS
 _FN_ROLE = {
     "map": "mapper",
     "filter": "predicate",
@@ -127,9 +127,12 @@ _FN_ROLE = {
 class StageProgram:
     """All steps of one level, wired, with a run order per entry step."""
 
-    def __init__(self, nodes: dict[int, Node], orders: dict[int, list[int]]) -> None:
+    def __init__(
+        self, nodes: dict[int, Node], orders: dict[int, list[int]], keyed: dict[int, str]
+    ) -> None:
         self.nodes = nodes
         self.orders = orders
+        self.keyed = keyed  # stateful steps of later levels: port -> step id
 
     @classmethod
     def for_level(
@@ -161,7 +164,13 @@ class StageProgram:
         if entries is None:
             entries = [i for i in members if plan.step(i).kind == "input"] or members
         orders = {e: _reachable_in_order(nodes, e) for e in entries}
-        return cls(nodes, orders)
+        keyed = {
+            child: plan.step(child).step_id
+            for node in nodes.values()
+            for child, _ in node.remote_children
+            if plan.step(child).kind in STATEFUL_KINDS
+        }
+        return cls(nodes, orders, keyed)
 
     def run(self, entry: int, items: Items, ctx: StageContext) -> list[tuple[int, Items]]:
         """Push ``items`` into step ``entry``; return ``(port, items)`` leaving this level.
@@ -169,22 +178,38 @@ class StageProgram:
         A port is a sink port (``SINK_PORT_BASE + n``) or the plan index of a step
         in a later level.
         """
+        return self.run_from(entry, None, ctx, items)
+
+    def run_from(
+        self,
+        entry: int,
+        outputs: tuple[Items, ...] | None,
+        ctx: StageContext,
+        items: Items = (),
+    ) -> list[tuple[int, Items]]:
+        """Like :meth:`run`, but ``outputs`` (per slot) replace the entry step's own
+        results: a stateful step's emitted and late items enter the level this way."""
         pending: dict[int, list[Items]] = {entry: [items]}
         leaving: list[tuple[int, Items]] = []
         nodes = self.nodes
         for i in self.orders[entry]:
             chunks = pending.pop(i, None)
-            if not chunks:
-                continue
-            xs = chunks[0] if len(chunks) == 1 else list(chain.from_iterable(chunks))
-            if not xs:
-                continue
+            if i == entry and outputs is not None:
+                results = outputs
+                xs: Items = outputs[0]
+            else:
+                if not chunks:
+                    continue
+                xs = chunks[0] if len(chunks) == 1 else list(chain.from_iterable(chunks))
+                if not xs:
+                    continue
+                results = nodes[i].apply(xs, ctx)
             node = nodes[i]
-            results = node.apply(xs, ctx)
-            if node.sink_port is not None:
+            if node.sink_port is not None and xs:
                 leaving.append((node.sink_port, xs))
             for child, slot in node.local_children:
-                pending.setdefault(child, []).append(results[slot])
+                if results[slot]:
+                    pending.setdefault(child, []).append(results[slot])
             for child, slot in node.remote_children:
                 if results[slot]:
                     leaving.append((child, results[slot]))

@@ -16,13 +16,51 @@ from typing import Any
 import pyarrow as pa
 
 from flowspark.plan.graph import SINK_PORT_BASE
-from flowspark.runtime.codec import STDOUT_PORT, encode_items, encode_range
+from flowspark.runtime.codec import KEY_SEPARATOR, STDOUT_PORT, encode_items, encode_range
+from flowspark.runtime.errors import step_failure
 from flowspark.runtime.stage import Items, StageContext, StageProgram
+from flowspark.runtime.stateful import check_keyed
 
-__all__ = ["ARROW_SCHEMA", "task_context", "run_program", "rows_to_batch"]
+__all__ = [
+    "ARROW_SCHEMA",
+    "task_context",
+    "run_program",
+    "rows_to_batch",
+    "pack_by_key",
+    "leaving_rows",
+    "capture_stdout",
+]
 
-ARROW_SCHEMA = pa.schema([("port", pa.int32()), ("key", pa.string()), ("data", pa.binary())])
+TS_TYPE = pa.timestamp("us", tz="UTC")
+ARROW_SCHEMA = pa.schema(
+    [("port", pa.int32()), ("key", pa.string()), ("data", pa.binary()), ("ts", TS_TYPE)]
+)
 _FLUSH_BYTES = 8 << 20
+
+
+class capture_stdout:  # noqa: N801 - used like a function
+    """Collect what user code prints (``with capture_stdout() as cap: ...; cap.take()``)."""
+
+    def __init__(self) -> None:
+        self.buffer = io.StringIO()
+        self.saved: Any = None
+
+    def __enter__(self) -> capture_stdout:
+        self.saved, sys.stdout = sys.stdout, self.buffer
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        sys.stdout = self.saved
+
+    def take(self) -> bytes:
+        """The captured text since the last call, as UTF-8."""
+        text = self.buffer.getvalue()
+        if text:
+            self.buffer.seek(0)
+            self.buffer.truncate()
+        return text.encode("utf-8", "backslashreplace")
+
+
 _FLUSH_ROWS = 256
 
 
@@ -38,12 +76,50 @@ def task_context() -> StageContext:
     return StageContext(epoch=epoch, worker=tc.partitionId())
 
 
-def rows_to_batch(ports: list[int], keys: list[str | None], datas: list[bytes]) -> pa.RecordBatch:
-    """Build one Arrow batch of flowspark rows."""
+def rows_to_batch(
+    ports: list[int], keys: list[str | None], datas: list[bytes], ts_ms: int | list[int]
+) -> pa.RecordBatch:
+    """Build one Arrow batch of flowspark rows (``ts_ms``: one time for all, or per row)."""
+    times = ts_ms if isinstance(ts_ms, list) else [ts_ms] * len(ports)
     return pa.RecordBatch.from_arrays(
-        [pa.array(ports, pa.int32()), pa.array(keys, pa.string()), pa.array(datas, pa.binary())],
+        [
+            pa.array(ports, pa.int32()),
+            pa.array(keys, pa.string()),
+            pa.array(datas, pa.binary()),
+            pa.array([t * 1000 for t in times], pa.int64()).cast(TS_TYPE),
+        ],
         schema=ARROW_SCHEMA,
     )
+
+
+def pack_by_key(step_id: str, items: Items) -> dict[str, list[Any]]:
+    """Group ``(key, value)`` items by key, keeping arrival order within a key."""
+    groups: dict[str, list[Any]] = {}
+    for item in items:
+        try:
+            key, value = check_keyed(item)
+        except TypeError as exc:
+            raise step_failure(step_id, "routing by key", item, exc) from None
+        group = groups.get(key)
+        if group is None:
+            groups[key] = [value]
+        else:
+            group.append(value)
+    return groups
+
+
+def leaving_rows(
+    program: StageProgram, leaving: list[tuple[int, Items]], spread: int
+) -> Iterator[tuple[int, str | None, bytes]]:
+    """Encode what leaves a level as rows; keyed steps get one row per key."""
+    for port, out in leaving:
+        step_id = program.keyed.get(port)
+        if step_id is not None:
+            for key, values in pack_by_key(step_id, out).items():
+                yield port, f"{port}{KEY_SEPARATOR}{key}", encode_items(values)
+        else:
+            for piece in _pieces(out, 1 if port >= SINK_PORT_BASE else spread):
+                yield port, None, _encode(piece)
 
 
 def _encode(items: Items) -> bytes:
@@ -64,6 +140,7 @@ def run_program(
     feeds: Iterable[tuple[int, Items]],
     ctx: StageContext,
     spread: int = 1,
+    ts_ms: int = 0,
 ) -> Iterator[pa.RecordBatch]:
     """Run ``program`` over ``(entry step, items)`` feeds; yield rows of what leaves.
 
@@ -91,15 +168,13 @@ def run_program(
             keys.append(None)
             datas.append(data)
             size += len(data)
-        for port, out in leaving:
-            for piece in _pieces(out, 1 if port >= SINK_PORT_BASE else spread):
-                data = _encode(piece)
-                ports.append(port)
-                keys.append(None)
-                datas.append(data)
-                size += len(data)
+        for port, key, data in leaving_rows(program, leaving, spread):
+            ports.append(port)
+            keys.append(key)
+            datas.append(data)
+            size += len(data)
         if size >= _FLUSH_BYTES or len(ports) >= _FLUSH_ROWS:
-            yield rows_to_batch(ports, keys, datas)
+            yield rows_to_batch(ports, keys, datas, ts_ms)
             ports, keys, datas, size = [], [], [], 0
     if ports:
-        yield rows_to_batch(ports, keys, datas)
+        yield rows_to_batch(ports, keys, datas, ts_ms)
