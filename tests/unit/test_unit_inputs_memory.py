@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import pickle
 
 import pytest
 from hypothesis import given
@@ -89,16 +90,27 @@ def test_testing_input_range_splits_stay_ranges():
             assert isinstance(chunk, range)
 
 
-def test_testing_input_chunks_are_bounded(monkeypatch):
+def test_testing_input_travels_in_bounded_chunks(monkeypatch):
     monkeypatch.setattr(memory, "CHUNK_ITEMS", 4)
-    [split] = TestingInput(list(range(10))).splits("iterable", 0, 10, 1)
+    shipped = pickle.loads(pickle.dumps(TestingInput(list(range(10)))))
+    [split] = shipped.splits("iterable", 0, 10, 1)
     assert [list(c) for c in split.read()] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    # A split that starts and ends inside chunks reads only its slice of them.
+    [split] = shipped.splits("iterable", 3, 9, 1)
+    assert [list(c) for c in split.read()] == [[3], [4, 5, 6, 7], [8]]
+
+
+def _read(split):
+    return [x for chunk in split.read() for x in chunk]
 
 
 def test_testing_input_splits_stop_at_end():
-    inp = TestingInput(list(range(10)))
-    assert [list(s.items) for s in inp.splits("iterable", 0, 5, 2)] == [[0, 1, 2], [3, 4]]
-    assert [list(s.items) for s in inp.splits("iterable", 4, 10, 4)] == [[4, 5], [6, 7], [8, 9]]
+    for inp in (
+        TestingInput(list(range(10))),
+        pickle.loads(pickle.dumps(TestingInput(list(range(10))))),
+    ):
+        assert [_read(s) for s in inp.splits("iterable", 0, 5, 2)] == [[0, 1, 2], [3, 4]]
+        assert [_read(s) for s in inp.splits("iterable", 4, 10, 4)] == [[4, 5], [6, 7], [8, 9]]
 
 
 @given(

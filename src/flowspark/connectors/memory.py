@@ -7,6 +7,7 @@ from typing import Any
 
 from flowspark.inputs import SeekableInput, Split
 from flowspark.outputs import DynamicOutput, StatelessSink
+from flowspark.runtime.codec import decode_items, encode_items
 
 __all__ = ["TestingInput", "TestingOutput"]
 
@@ -15,15 +16,27 @@ CHUNK_ITEMS = 65536
 
 
 class _SliceSplit(Split):
-    """A slice of the input's items (a ``range`` slice stays a ``range``)."""
+    """A slice of a ``range`` (travels as three numbers)."""
 
-    def __init__(self, items: Sequence[Any]) -> None:
+    def __init__(self, items: range) -> None:
         self.items = items
 
     def read(self) -> Iterator[Sequence[Any]]:
         items = self.items
         for i in range(0, len(items), CHUNK_ITEMS):
             yield items[i : i + CHUNK_ITEMS]
+
+
+class _ChunkSplit(Split):
+    """Encoded chunks of the input, each with the slice of it to read."""
+
+    def __init__(self, pieces: list[tuple[bytes, int, int]]) -> None:
+        self.pieces = pieces
+
+    def read(self) -> Iterator[Sequence[Any]]:
+        for data, lo, hi in self.pieces:
+            items = decode_items(data)
+            yield items if (lo, hi) == (0, len(items)) else items[lo:hi]
 
 
 class TestingInput(SeekableInput):
@@ -43,16 +56,52 @@ class TestingInput(SeekableInput):
             raise ValueError(f"batch_size must be a positive int; got {batch_size!r}")
         self.items: Sequence[Any] = ib if isinstance(ib, (list, tuple, range)) else list(ib)
         self.batch_size = batch_size
+        self._chunks: list[bytes] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Items travel to Spark's planning process once, pre-encoded in chunks,
+        # so planning a micro-batch ships bytes instead of pickling objects again.
+        state = {"batch_size": self.batch_size, "length": len(self.items)}
+        if isinstance(self.items, range):
+            state["range"] = self.items
+        else:
+            state["chunks"] = [
+                encode_items(list(self.items[i : i + CHUNK_ITEMS]))
+                for i in range(0, len(self.items), CHUNK_ITEMS)
+            ]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.batch_size = state["batch_size"]
+        self._length = state["length"]
+        self.items = state.get("range")  # type: ignore[assignment]
+        self._chunks = state.get("chunks")
 
     def list_parts(self) -> list[str]:
         return ["iterable"]
 
     def end_offset(self, part: str) -> int:
-        return len(self.items)
+        return len(self.items) if self._chunks is None else self._length
 
     def splits(self, part: str, start: int, end: int, pieces: int) -> list[Split]:
         size = max(1, -(-(end - start) // max(1, pieces)))
-        return [_SliceSplit(self.items[a : min(end, a + size)]) for a in range(start, end, size)]
+        bounds = [(a, min(end, a + size)) for a in range(start, end, size)]
+        if self._chunks is None:
+            if isinstance(self.items, range):
+                return [_SliceSplit(self.items[a:b]) for a, b in bounds]
+            return [
+                _ChunkSplit([(encode_items(list(self.items[a:b])), 0, b - a)]) for a, b in bounds
+            ]
+        return [_ChunkSplit(self._pieces(a, b)) for a, b in bounds]
+
+    def _pieces(self, start: int, end: int) -> list[tuple[bytes, int, int]]:
+        """The encoded chunks covering ``[start, end)`` and the slice of each to read."""
+        out = []
+        for c in range(start // CHUNK_ITEMS, -(-end // CHUNK_ITEMS)):
+            base = c * CHUNK_ITEMS
+            lo, hi = max(start, base) - base, min(end, base + CHUNK_ITEMS) - base
+            out.append((self._chunks[c], lo, hi))
+        return out
 
 
 class _ListSink(StatelessSink):

@@ -280,13 +280,21 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self._manager().prepare_available_now()
 
     def latestOffset(self, start: dict, limit: Any = None) -> dict:
-        data = self._manager().latest(start["data"])
+        manager = self._manager()
+        data = manager.latest(start["data"])
         now = time.time_ns() // 1_000_000
-        if data != start["data"]:
-            return {"data": data, "t": max(now, start["t"])}
-        if not self.stateful or start.get("eof"):
+        if start.get("eof"):
             return start
-        if getattr(self, "_available_now", False):
+        ending = self.stateful and getattr(self, "_available_now", False)
+        if data != start["data"]:
+            if ending and manager.latest(data) == data:
+                # The last data: the same batch announces the end, so every timer
+                # fires in the batch right after (one batch sooner).
+                return {"data": data, "t": max(now, start["t"]), "eof": True}
+            return {"data": data, "t": max(now, start["t"])}
+        if not self.stateful:
+            return start
+        if ending:
             # Announce the end: the watermark jumps to the end of time, every timer fires.
             return {"data": data, "t": EOF_MS, "eof": True}
         if self.tick_ms is not None and now - start["t"] >= self.tick_ms:
@@ -295,10 +303,15 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         ts = end["t"]
-        splits = self._manager().splits(start["data"], end["data"])
-        if not splits and self.stateful:
-            splits = [_MarkerSplit()]
-        return [InputPartition((split, ts)) for split in splits]
+        parts = [
+            InputPartition((split, ts))
+            for split in self._manager().splits(start["data"], end["data"])
+        ]
+        if end.get("eof") and not start.get("eof"):
+            parts.append(InputPartition((_MarkerSplit(), EOF_MS)))
+        elif not parts and self.stateful:
+            parts.append(InputPartition((_MarkerSplit(), ts)))
+        return parts
 
     def commit(self, end: dict) -> None:
         manager = self._manager()

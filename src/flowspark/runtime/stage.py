@@ -128,11 +128,15 @@ class StageProgram:
     """All steps of one level, wired, with a run order per entry step."""
 
     def __init__(
-        self, nodes: dict[int, Node], orders: dict[int, list[int]], keyed: dict[int, str]
+        self,
+        nodes: dict[int, Node],
+        orders: dict[int, list[int]],
+        keyed: dict[int, tuple[str, Callable[[Any, Any], Any] | None]],
     ) -> None:
         self.nodes = nodes
         self.orders = orders
-        self.keyed = keyed  # stateful steps of later levels: port -> step id
+        # Stateful steps of later levels: port -> (step id, combiner or None).
+        self.keyed = keyed
 
     @classmethod
     def for_level(
@@ -165,7 +169,7 @@ class StageProgram:
             entries = [i for i in members if plan.step(i).kind == "input"] or members
         orders = {e: _reachable_in_order(nodes, e) for e in entries}
         keyed = {
-            child: plan.step(child).step_id
+            child: (plan.step(child).step_id, _combiner(plan.step(child)))
             for node in nodes.values()
             for child, _ in node.remote_children
             if plan.step(child).kind in STATEFUL_KINDS
@@ -214,6 +218,20 @@ class StageProgram:
                 if results[slot]:
                     leaving.append((child, results[slot]))
         return leaving
+
+
+def _combiner(step: Any) -> Callable[[Any, Any], Any] | None:
+    """A reducer that may pre-combine a key's values before the shuffle, if any.
+
+    Only where the result cannot differ: ``reduce_window`` on the system clock
+    gives every item of a micro-batch the same time, hence the same windows and
+    no lateness, and bytewax's reducer contract allows any order.
+    """
+    from flowspark.window import SystemClockConfig
+
+    if step.kind == "reduce_window" and isinstance(step.args["clock_config"], SystemClockConfig):
+        return step.fns["reducer"]
+    return None
 
 
 def _reachable_in_order(nodes: dict[int, Node], entry: int) -> list[int]:

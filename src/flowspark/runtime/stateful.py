@@ -245,6 +245,14 @@ class WindowLogic(KeyedLogic):
         self.agg = _Aggregator(kind, fns, self)
         self.with_window = with_window
         self.sessions = isinstance(windower, SessionWindower)
+        self.tumbling = not self.sessions and windower.offset == windower.length
+
+    def _windows_for(self, t: int) -> list[tuple[int, int]]:
+        w = self.windower
+        if self.tumbling:  # the common case, without the general loop
+            start = t - (t - w.align) % w.length
+            return [(start, start + w.length)]
+        return w.windows_for(t)
 
     def _emit(self, key: str, window: tuple[int, int], value: Any) -> tuple[str, Any]:
         if self.with_window:
@@ -269,7 +277,7 @@ class WindowLogic(KeyedLogic):
                     self._add_to_session(windows, t, seq, v)
             else:
                 placed = False
-                for window in self.windower.windows_for(t):
+                for window in self._windows_for(t):
                     if window[1] < wm:
                         continue
                     acc = windows.get(window)

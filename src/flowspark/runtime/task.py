@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -92,19 +92,31 @@ def rows_to_batch(
     )
 
 
-def pack_by_key(step_id: str, items: Items) -> dict[str, list[Any]]:
-    """Group ``(key, value)`` items by key, keeping arrival order within a key."""
+def pack_by_key(
+    step_id: str, items: Items, combiner: Callable[[Any, Any], Any] | None = None
+) -> dict[str, list[Any]]:
+    """Group ``(key, value)`` items by key, keeping arrival order within a key.
+
+    With a ``combiner`` each key's values are reduced to one (``[acc]``).
+    """
     groups: dict[str, list[Any]] = {}
     for item in items:
-        try:
-            key, value = check_keyed(item)
-        except TypeError as exc:
-            raise step_failure(step_id, "routing by key", item, exc) from None
+        if type(item) is not tuple or len(item) != 2 or type(item[0]) is not str:
+            try:
+                check_keyed(item)
+            except TypeError as exc:
+                raise step_failure(step_id, "routing by key", item, exc) from None
+        key, value = item
         group = groups.get(key)
         if group is None:
             groups[key] = [value]
-        else:
+        elif combiner is None:
             group.append(value)
+        else:
+            try:
+                group[0] = combiner(group[0], value)
+            except Exception as exc:
+                raise step_failure(step_id, combiner, item, exc) from None
     return groups
 
 
@@ -113,9 +125,9 @@ def leaving_rows(
 ) -> Iterator[tuple[int, str | None, bytes]]:
     """Encode what leaves a level as rows; keyed steps get one row per key."""
     for port, out in leaving:
-        step_id = program.keyed.get(port)
-        if step_id is not None:
-            for key, values in pack_by_key(step_id, out).items():
+        keyed = program.keyed.get(port)
+        if keyed is not None:
+            for key, values in pack_by_key(keyed[0], out, keyed[1]).items():
                 yield port, f"{port}{KEY_SEPARATOR}{key}", encode_items(values)
         else:
             for piece in _pieces(out, 1 if port >= SINK_PORT_BASE else spread):
