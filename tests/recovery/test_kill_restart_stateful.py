@@ -1,0 +1,110 @@
+"""SIGKILL a stateful flow mid-run and restart it: the sink holds exactly what an
+uninterrupted run writes (reduce_window, stateful_map and batch).
+
+Each key's values live in one input file, so per-key arrival order — and with it
+every stateful result — is the same in every run.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+FLOW = """
+from datetime import datetime, timedelta, timezone
+from flowspark.connectors.files import DirInput, FileOutput
+from flowspark.dataflow import Dataflow
+from flowspark.window import EventClockConfig, TumblingWindow
+
+T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+flow = Dataflow()
+flow.input("lines", DirInput({data!r}, batch_size=8))
+
+def parse(line):
+    key, n = line.split(",")
+    return key, int(n)
+
+flow.map(parse)
+OP = {op!r}
+if OP == "reduce_window":
+    clock = EventClockConfig(lambda n: T0 + timedelta(seconds=n), timedelta(0))
+    flow.reduce_window("sum", clock, TumblingWindow(timedelta(seconds=5), T0), lambda a, b: a + b)
+    flow.map(lambda kv: f"{{kv[0]}} {{kv[1]}}")
+elif OP == "stateful_map":
+    def running(total, n):
+        total += n
+        return total, total
+    flow.stateful_map("running", lambda: 0, running)
+    flow.map(lambda kv: f"{{kv[0]}} {{kv[1]}}")
+else:
+    flow.batch("batch", 3, timedelta(hours=1))
+    flow.map(lambda kv: f"{{kv[0]}} {{kv[1]}}")
+flow.output("out", FileOutput({out!r}))
+"""
+
+KEYS, VALUES = 3, 48
+
+
+def _write_input(data: Path) -> None:
+    data.mkdir()
+    for k in range(KEYS):
+        lines = [f"key{k},{i}" for i in range(VALUES)]
+        (data / f"{k}.txt").write_text("\n".join(lines) + "\n")
+
+
+def _run(flow_file: Path, recovery: Path) -> subprocess.Popen:
+    cmd = [
+        sys.executable, "-m", "flowspark.run", f"{flow_file}:flow",
+        "--master", "local[2]", "-r", str(recovery), "--bounded", "-s", "0",
+    ]  # fmt: skip
+    return subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _setup(tmp_path: Path, op: str, name: str) -> tuple[Path, Path, Path]:
+    data = tmp_path / "data"
+    if not data.exists():
+        _write_input(data)
+    out = tmp_path / f"{name}.txt"
+    flow_file = tmp_path / f"{name}_flow.py"
+    flow_file.write_text(FLOW.format(data=str(data), out=str(out), op=op))
+    return flow_file, out, tmp_path / f"{name}_recovery"
+
+
+def _finish(proc: subprocess.Popen) -> None:
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err.decode()[-3000:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op", ["reduce_window", "stateful_map", "batch"])
+def test_sigkill_and_restart_matches_an_uninterrupted_run(tmp_path: Path, op: str):
+    flow_file, expected_out, recovery = _setup(tmp_path, op, "uninterrupted")
+    _finish(_run(flow_file, recovery))
+    expected = sorted(_lines(expected_out))
+    assert expected, "the uninterrupted run wrote nothing"
+
+    for point, kill_after in enumerate([1, len(expected) // 2]):
+        flow_file, out, recovery = _setup(tmp_path, op, f"killed{point}")
+        proc = _run(flow_file, recovery)
+        deadline = time.monotonic() + 240
+        while len(_lines(out)) < kill_after and proc.poll() is None:
+            assert time.monotonic() < deadline, "the flow made no progress"
+            time.sleep(0.01)
+        assert proc.poll() is None, f"the run ended before the kill point {kill_after}"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert len(_lines(out)) < len(expected), "the kill landed after the last write"
+        _finish(_run(flow_file, recovery))
+        assert sorted(_lines(out)) == expected, f"kill after {kill_after} lines"
