@@ -284,6 +284,12 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         data = manager.latest(start["data"])
         now = time.time_ns() // 1_000_000
         if start.get("eof"):
+            if data != start["data"]:
+                raise RuntimeError(
+                    "flowspark: this recovery directory holds a keyed flow whose bounded "
+                    "input already ended (every window closed); new input cannot join it. "
+                    "Run it with a new recovery directory."
+                )
             return start
         ending = self.stateful and getattr(self, "_available_now", False)
         if data != start["data"]:

@@ -20,17 +20,22 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from flowspark.runtime.errors import step_failure
 from flowspark.runtime.windowing import (
     EOF_MS,
+    MAX_MS,
     ClockLogic,
     SessionWindower,
     SlidingWindower,
     from_ms,
+    to_ms,
 )
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ONE_MS = timedelta(milliseconds=1)
 
 __all__ = [
     "Outcome",
@@ -260,6 +265,74 @@ class WindowLogic(KeyedLogic):
         return (key, value)
 
     def on_values(self, key: str, state: Any, values: list[Any], now: int) -> Outcome:
+        if not self.sessions and not self.clock.system and self.agg.kind != "collect_window":
+            return self._on_values_fast(key, state, values, now)
+        return self._on_values(key, state, values, now)
+
+    def _on_values_fast(self, key: str, state: Any, values: list[Any], now: int) -> Outcome:
+        """The event-clock, fixed-window, reduce/fold path (same result as
+        :meth:`_on_values`, with the clock and window arithmetic inlined)."""
+        clock_state, windows, seq = state if state is not None else (None, {}, 0)
+        late: list[Any] = []
+        emitted: list[Any] = []
+        max_event, seen_at = clock_state if clock_state is not None else (None, now)
+        wait = self.clock.wait
+        getter = self.clock.getter
+        w = self.windower
+        tumbling, align, length = self.tumbling, w.align, w.length
+        agg = self.agg
+        fold = agg.fns["folder"] if agg.kind == "fold_window" else agg.fns.get("reducer")
+        is_fold = agg.kind == "fold_window"
+        next_close = min((end for _, end in windows), default=MAX_MS)
+        fn: Any = getter
+        v: Any = None
+        try:
+            for v in values:
+                fn = getter
+                dt = getter(v)
+                try:
+                    t = (dt - _EPOCH) // _ONE_MS
+                except TypeError:
+                    t = to_ms(dt)  # raises the clear error for naive or non-datetimes
+                if max_event is None or t > max_event:
+                    max_event, seen_at = t, now
+                wm = max_event - wait + (now - seen_at)
+                if tumbling:
+                    start = t - (t - align) % length
+                    spans = ((start, start + length),)
+                else:
+                    spans = w.windows_for(t)
+                placed = False
+                fn = fold
+                for window in spans:
+                    if window[1] < wm:
+                        continue
+                    acc = windows.get(window)
+                    if acc is None:
+                        windows[window] = acc = agg.empty(key)
+                        if is_fold:
+                            acc[0] = fold(acc[0], v)
+                        else:
+                            acc.append(v)
+                        if window[1] < next_close:
+                            next_close = window[1]
+                    elif is_fold or acc:
+                        acc[0] = fold(acc[0], v)
+                    else:
+                        acc.append(v)
+                    placed = True
+                if not placed:
+                    late.append((key, v))
+                if next_close < wm:
+                    emitted.extend(self._close(key, windows, wm))
+                    next_close = min((end for _, end in windows), default=MAX_MS)
+        except Exception as exc:
+            raise step_failure(self.step_id, fn, (key, v), exc) from None
+        seq += len(values)
+        clock_state = (max_event, seen_at) if max_event is not None else clock_state
+        return self._outcome(key, clock_state, windows, seq, emitted, late, now)
+
+    def _on_values(self, key: str, state: Any, values: list[Any], now: int) -> Outcome:
         clock_state, windows, seq = state if state is not None else (None, {}, 0)
         late: list[Any] = []
         emitted: list[Any] = []
