@@ -19,8 +19,9 @@ import sys
 import sysconfig
 import tempfile
 import threading
+import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,15 @@ from flowspark.plan.graph import STATEFUL_KINDS, Plan, build_plan
 from flowspark.runtime.codec import ROW_SCHEMA
 from flowspark.runtime.stage import StageProgram
 
-__all__ = ["RunConfig", "run_flow"]
+__all__ = ["RunConfig", "RunReport", "LateItemsWarning", "run_flow"]
+
+
+@dataclass
+class RunReport:
+    """What a finished run observed: micro-batches written and late items per window step."""
+
+    batches: int = 0
+    late_counts: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -139,8 +148,12 @@ def _run_directory(config: RunConfig) -> Iterator[tuple[Path, Path]]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def run_flow(flow: Dataflow, config: RunConfig | None = None) -> None:
-    """Validate ``flow``, start Spark if needed, run the query; raise the user's error."""
+def run_flow(flow: Dataflow, config: RunConfig | None = None) -> RunReport:
+    """Validate ``flow``, start Spark if needed, run the query; raise the user's error.
+
+    Late items of a window step whose ``.late`` stream leads nowhere are reported
+    with a warning (they are counted, never dropped unseen).
+    """
     from flowspark.engine.errors import clean_spark_error
     from flowspark.engine.session import (
         callback_connections,
@@ -220,6 +233,29 @@ def run_flow(flow: Dataflow, config: RunConfig | None = None) -> None:
             close_callback_connections(connections)
         if dispatcher.error is not None:
             raise dispatcher.error
+        report = RunReport(dispatcher.batches, dict(dispatcher.late_counts))
+        _warn_unrouted_late(plan, report)
+        return report
+
+
+def _warn_unrouted_late(plan: Plan, report: RunReport) -> None:
+    routed = {
+        plan.step(i).step_id
+        for i in range(len(plan.steps))
+        if any(slot == 1 for _, slot in plan.children[i])
+    }
+    for step_id, count in report.late_counts.items():
+        if count and step_id not in routed:
+            warnings.warn(
+                f"window step {step_id!r} dropped {count} late item(s); route them with "
+                "the `.late` stream of its WindowStream to keep them",
+                LateItemsWarning,
+                stacklevel=3,
+            )
+
+
+class LateItemsWarning(UserWarning):
+    """A window step had late items that no step consumed."""
 
 
 @contextlib.contextmanager

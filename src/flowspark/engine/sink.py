@@ -19,7 +19,7 @@ from typing import Any
 
 from flowspark.outputs import DynamicOutput, Output, PartitionedOutput
 from flowspark.plan.graph import Plan
-from flowspark.runtime.codec import MARKER_PORT, STDOUT_PORT, decode_items
+from flowspark.runtime.codec import LATE_COUNT_PORT, MARKER_PORT, STDOUT_PORT, decode_items
 from flowspark.runtime.errors import StepError, find_step_error, short_repr
 
 __all__ = ["BatchDispatcher", "FlowFailed"]
@@ -135,6 +135,7 @@ class BatchDispatcher:
             self.writers[plan.sink_ports[o]] = _writer(step.args["output"], step.step_id, state_dir)
         self.error: BaseException | None = None
         self.batches = 0
+        self.late_counts: dict[str, int] = {}
 
     def __call__(self, df: Any, batch_id: int) -> None:
         try:
@@ -157,12 +158,16 @@ class BatchDispatcher:
         for writer in writers.values():
             writer.begin(batch_id)
         ports = table.column("port").to_pylist()
+        keys = table.column("key").to_pylist()
         datas = table.column("data").to_pylist()
-        for port, data in zip(ports, datas):
+        for port, key, data in zip(ports, keys, datas):
             if port == STDOUT_PORT:
                 sys.stdout.write(data.decode("utf-8"))
                 continue
             if port == MARKER_PORT:
+                continue
+            if port == LATE_COUNT_PORT:
+                self.late_counts[key] = self.late_counts.get(key, 0) + int(data)
                 continue
             writer = writers.get(port)
             if writer is None:

@@ -25,7 +25,7 @@ from pyspark.sql import Row
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StructField, StructType
 
-from flowspark.runtime.codec import KEY_SEPARATOR, STDOUT_PORT, decode_items
+from flowspark.runtime.codec import KEY_SEPARATOR, LATE_COUNT_PORT, STDOUT_PORT, decode_items
 
 __all__ = ["LevelProcessor", "keyed_level"]
 
@@ -118,6 +118,9 @@ class LevelProcessor(StatefulProcessor):
         ts = _dt(now)
         if text:
             yield Row(port=STDOUT_PORT, key=None, data=text, ts=ts)
+        if outcome.late:
+            step_id = self.logics[port].step_id
+            yield Row(port=LATE_COUNT_PORT, key=step_id, data=b"%d" % len(outcome.late), ts=ts)
         if outcome.emitted or outcome.late:
             yield from self._run(port, (outcome.emitted, outcome.late), ts)
 

@@ -30,6 +30,7 @@ __all__ = [
     "ROW_SCHEMA",
     "STDOUT_PORT",
     "MARKER_PORT",
+    "LATE_COUNT_PORT",
     "KEY_SEPARATOR",
     "encode_items",
     "encode_range",
@@ -43,6 +44,8 @@ ROW_SCHEMA = "port int, key string, data binary, ts timestamp"
 STDOUT_PORT = -1
 # Rows on this port carry only a time (a clock tick, or the end of the input).
 MARKER_PORT = -2
+# Rows on this port count late items: key = step id, data = the count (decimal).
+LATE_COUNT_PORT = -3
 # A keyed row's key column is f"{port}{KEY_SEPARATOR}{user key}".
 KEY_SEPARATOR = "\x1f"
 
