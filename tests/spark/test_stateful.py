@@ -416,12 +416,6 @@ def _sleep_on_pause(item):
         time.sleep(3)
 
 
-@pytest.mark.xfail(
-    reason="BUG: runtime/windowing.py ClockLogic.time_for adopts any newer event time, so a "
-    "'slow' item (newer than the max but older than the advanced watermark) moves the "
-    "watermark back; bytewax 0.17 keeps the (event, system) pair giving the larger watermark",
-    strict=True,
-)
 def test_event_clock_watermark_never_goes_back():
     # 'a' sees t=0, then >= 3 s of wall time pass (a sleep in its own micro-batch), then
     # t=1. The watermark had reached 0 + 3 s, past the close (2 s) of [0, 2): t=1 is late.

@@ -25,7 +25,13 @@ from pyspark.sql import Row
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StructField, StructType
 
-from flowspark.runtime.codec import KEY_SEPARATOR, LATE_COUNT_PORT, STDOUT_PORT, decode_items
+from flowspark.runtime.codec import (
+    KEY_SEPARATOR,
+    LATE_COUNT_PORT,
+    STDOUT_PORT,
+    decode_items,
+    decode_ordered,
+)
 
 __all__ = ["LevelProcessor", "keyed_level"]
 
@@ -59,6 +65,7 @@ class LevelProcessor(StatefulProcessor):
         self.program = pickle.loads(self.program_bytes)
         self.logics = pickle.loads(self.logics_bytes)
         self.ctx = task_context()
+        self.emitted_chunks = 0
 
     # -- Spark hooks -------------------------------------------------------------
 
@@ -71,7 +78,9 @@ class LevelProcessor(StatefulProcessor):
             return
         port_text, user_key = composite.split(KEY_SEPARATOR, 1)
         port = int(port_text)
-        values = [v for r in rows for v in decode_items(r.data)]
+        # Back in arrival order: the shuffle may deliver upstream chunks in any order.
+        chunks = sorted(decode_ordered(r.data) for r in rows)
+        values = [v for _, chunk in chunks for v in decode_items(chunk)]
         logic = self.logics[port]
         yield from self._step(
             port, lambda state: logic.on_values(user_key, state, values, now), now
@@ -132,7 +141,9 @@ class LevelProcessor(StatefulProcessor):
         text = captured.take()
         if text:
             yield Row(port=STDOUT_PORT, key=None, data=text, ts=ts)
-        for port, row_key, data in leaving_rows(self.program, leaving, self.spread):
+        self.emitted_chunks += 1
+        order = (self.ctx.worker << 32) + self.emitted_chunks
+        for port, row_key, data in leaving_rows(self.program, leaving, self.spread, order):
             yield Row(port=port, key=row_key, data=data, ts=ts)
 
     def _pass_through(self, rows: list[Row], now: int) -> Iterator[Row]:

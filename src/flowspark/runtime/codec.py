@@ -35,6 +35,8 @@ __all__ = [
     "encode_items",
     "encode_range",
     "decode_items",
+    "encode_ordered",
+    "decode_ordered",
 ]
 
 # The schema of every flowspark row between Python and the JVM. ``ts`` is the
@@ -50,6 +52,7 @@ LATE_COUNT_PORT = -3
 KEY_SEPARATOR = "\x1f"
 
 _RANGE = struct.Struct("<qqq")
+_ORDER = struct.Struct("<q")
 
 
 def encode_items(items: list[Any]) -> bytes:
@@ -82,3 +85,15 @@ def decode_items(data: bytes) -> Sequence[Any]:
     if tag == b"R":
         return range(*_RANGE.unpack_from(data, 1))
     raise ValueError(f"not a flowspark chunk (tag {tag!r})")
+
+
+def encode_ordered(order: int, chunk: bytes) -> bytes:
+    """Prefix a keyed chunk with its position in the upstream (partition, chunk)."""
+    return b"O" + _ORDER.pack(order) + chunk
+
+
+def decode_ordered(data: bytes) -> tuple[int, bytes]:
+    """Split an ordered chunk into its position and the chunk itself."""
+    if data[:1] != b"O":
+        raise ValueError(f"not an ordered flowspark chunk (tag {data[:1]!r})")
+    return _ORDER.unpack_from(data, 1)[0], data[1 + _ORDER.size :]

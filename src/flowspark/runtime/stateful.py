@@ -294,7 +294,7 @@ class WindowLogic(KeyedLogic):
                     t = (dt - _EPOCH) // _ONE_MS
                 except TypeError:
                     t = to_ms(dt)  # raises the clear error for naive or non-datetimes
-                if max_event is None or t > max_event:
+                if max_event is None or t > max_event + (now - seen_at):
                     max_event, seen_at = t, now
                 wm = max_event - wait + (now - seen_at)
                 if tumbling:

@@ -16,7 +16,13 @@ from typing import Any
 import pyarrow as pa
 
 from flowspark.plan.graph import SINK_PORT_BASE
-from flowspark.runtime.codec import KEY_SEPARATOR, STDOUT_PORT, encode_items, encode_range
+from flowspark.runtime.codec import (
+    KEY_SEPARATOR,
+    STDOUT_PORT,
+    encode_items,
+    encode_ordered,
+    encode_range,
+)
 from flowspark.runtime.errors import step_failure
 from flowspark.runtime.stage import Items, StageContext, StageProgram
 from flowspark.runtime.stateful import check_keyed
@@ -121,14 +127,19 @@ def pack_by_key(
 
 
 def leaving_rows(
-    program: StageProgram, leaving: list[tuple[int, Items]], spread: int
+    program: StageProgram, leaving: list[tuple[int, Items]], spread: int, order: int = 0
 ) -> Iterator[tuple[int, str | None, bytes]]:
-    """Encode what leaves a level as rows; keyed steps get one row per key."""
+    """Encode what leaves a level as rows; keyed steps get one row per key.
+
+    Keyed rows carry ``order`` (the upstream partition and chunk), so the keyed
+    step can put a key's rows back in arrival order after the shuffle.
+    """
     for port, out in leaving:
         keyed = program.keyed.get(port)
         if keyed is not None:
             for key, values in pack_by_key(keyed[0], out, keyed[1]).items():
-                yield port, f"{port}{KEY_SEPARATOR}{key}", encode_items(values)
+                data = encode_ordered(order, encode_items(values))
+                yield port, f"{port}{KEY_SEPARATOR}{key}", data
         else:
             for piece in _pieces(out, 1 if port >= SINK_PORT_BASE else spread):
                 yield port, None, _encode(piece)
@@ -164,7 +175,9 @@ def run_program(
     datas: list[bytes] = []
     size = 0
     captured = io.StringIO()
+    order = ctx.worker << 32
     for entry, items in feeds:
+        order += 1
         real_stdout = sys.stdout
         sys.stdout = captured
         try:
@@ -180,7 +193,7 @@ def run_program(
             keys.append(None)
             datas.append(data)
             size += len(data)
-        for port, key, data in leaving_rows(program, leaving, spread):
+        for port, key, data in leaving_rows(program, leaving, spread, order):
             ports.append(port)
             keys.append(key)
             datas.append(data)

@@ -84,7 +84,9 @@ class ClockLogic:
         if self.system:
             return now, None
         t = to_ms(self.getter(value))
-        if state is None or t > state[0]:
+        # Keep the (item time, system time) pair that gives the later watermark:
+        # a newer item that arrives late in system time must not pull it back.
+        if state is None or t > state[0] + (now - state[1]):
             return t, (t, now)
         return t, state
 
