@@ -6,10 +6,10 @@ start-up and input generation), ``startup_s`` and ``ok`` (checked by
 ``jobs.py``).
 
 Start-up here is: creating the SparkSession (JVM start) and one tiny warm-up
-flow, which starts Spark's Python worker daemon and loads the classes every
-query needs. Both are one-time costs of a running engine, not of the job; the
-job's own query start (source planning process, checkpoint) is inside
-``seconds``.
+flow with a keyed step, which starts Spark's Python worker daemon and loads the
+classes every query (and transformWithState) needs. Both are one-time costs of
+a running engine, not of the job; the job's own query start (source planning
+process, transformWithState planning, checkpoint) is inside ``seconds``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ def _engine() -> float:
     get_session("local[2]")
     warm = Dataflow()
     warm.input("inp", TestingInput(range(10)))
-    warm.map(lambda x: x + 1)
+    warm.map(lambda x: (str(x % 2), x))
+    warm.stateful_map("warm_state", lambda: 0, lambda s, x: (s + x, s + x))
     warm.output("out", TestingOutput([]))
     run_main(warm)
     return time.perf_counter() - t0

@@ -108,7 +108,7 @@ class LevelProcessor(StatefulProcessor):
     def _step(self, port: int, call: Any, now: int, fired: bool = False) -> Iterator[Row]:
         from flowspark.runtime.task import capture_stdout
 
-        stored = self.state.get() if self.state.exists() else None
+        stored = self.state.get()  # None when the key has no state: one round trip
         state, wake = pickle.loads(stored[0]) if stored else (None, None)
         with capture_stdout() as captured:
             outcome = call(state)

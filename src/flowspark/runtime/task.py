@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
 from typing import Any
 
 import pyarrow as pa
@@ -99,13 +100,17 @@ def rows_to_batch(
 
 
 def pack_by_key(
-    step_id: str, items: Items, combiner: Callable[[Any, Any], Any] | None = None
+    step_id: str,
+    items: Items,
+    combiner: Callable[[Any, Any], Any] | None = None,
+    groups: dict[str, list[Any]] | None = None,
 ) -> dict[str, list[Any]]:
-    """Group ``(key, value)`` items by key, keeping arrival order within a key.
+    """Group ``(key, value)`` items by key (into ``groups``), keeping arrival order.
 
     With a ``combiner`` each key's values are reduced to one (``[acc]``).
     """
-    groups: dict[str, list[Any]] = {}
+    if groups is None:
+        groups = {}
     for item in items:
         if type(item) is not tuple or len(item) != 2 or type(item[0]) is not str:
             try:
@@ -126,25 +131,6 @@ def pack_by_key(
     return groups
 
 
-def leaving_rows(
-    program: StageProgram, leaving: list[tuple[int, Items]], spread: int, order: int = 0
-) -> Iterator[tuple[int, str | None, bytes]]:
-    """Encode what leaves a level as rows; keyed steps get one row per key.
-
-    Keyed rows carry ``order`` (the upstream partition and chunk), so the keyed
-    step can put a key's rows back in arrival order after the shuffle.
-    """
-    for port, out in leaving:
-        keyed = program.keyed.get(port)
-        if keyed is not None:
-            for key, values in pack_by_key(keyed[0], out, keyed[1]).items():
-                data = encode_ordered(order, encode_items(values))
-                yield port, f"{port}{KEY_SEPARATOR}{key}", data
-        else:
-            for piece in _pieces(out, 1 if port >= SINK_PORT_BASE else spread):
-                yield port, None, _encode(piece)
-
-
 def _encode(items: Items) -> bytes:
     if isinstance(items, range):
         return encode_range(items)
@@ -156,6 +142,66 @@ def _pieces(items: Items, n: int) -> list[Items]:
         return [items]
     size = -(-len(items) // n)
     return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+class KeyedBuffer:
+    """Values bound for keyed steps, gathered per key across a task's chunks.
+
+    One row per key per task (not per chunk) keeps the shuffle and the state
+    store's per-row costs proportional to keys, not to data.
+    """
+
+    LIMIT = 1_000_000  # values held before an early flush
+
+    def __init__(self, program: StageProgram) -> None:
+        self.program = program
+        self.groups: dict[int, dict[str, list[Any]]] = {}
+        self.size = 0
+        self.order: int | None = None
+
+    def add(self, port: int, items: Items, order: int) -> None:
+        step_id, combiner = self.program.keyed[port]
+        if self.order is None:
+            self.order = order
+        pack_by_key(step_id, items, combiner, self.groups.setdefault(port, {}))
+        self.size += len(items)
+
+    def full(self) -> bool:
+        return self.size >= self.LIMIT
+
+    def drain(self) -> Iterator[tuple[int, str | None, bytes]]:
+        """Rows for everything gathered; the buffer is empty afterwards."""
+        groups, order = self.groups, self.order or 0
+        self.groups, self.size, self.order = {}, 0, None
+        for port, by_key in groups.items():
+            for key, values in by_key.items():
+                data = encode_ordered(order, encode_items(values))
+                yield port, f"{port}{KEY_SEPARATOR}{key}", data
+
+
+def leaving_rows(
+    program: StageProgram,
+    leaving: list[tuple[int, Items]],
+    spread: int,
+    order: int = 0,
+    keyed: KeyedBuffer | None = None,
+) -> Iterator[tuple[int, str | None, bytes]]:
+    """Encode what leaves a level as rows; keyed steps get one row per key.
+
+    Keyed rows carry ``order`` (the upstream partition and chunk), so the keyed
+    step can put a key's rows back in arrival order after the shuffle. With a
+    ``keyed`` buffer, keyed items are gathered there instead (see its ``drain``).
+    """
+    own = keyed is None
+    buffer = KeyedBuffer(program) if own else keyed
+    for port, out in leaving:
+        if port in program.keyed:
+            buffer.add(port, out, order)
+        else:
+            for piece in _pieces(out, 1 if port >= SINK_PORT_BASE else spread):
+                yield port, None, _encode(piece)
+    if own:
+        yield from buffer.drain()
 
 
 def run_program(
@@ -176,6 +222,7 @@ def run_program(
     size = 0
     captured = io.StringIO()
     order = ctx.worker << 32
+    keyed = KeyedBuffer(program)
     for entry, items in feeds:
         order += 1
         real_stdout = sys.stdout
@@ -193,7 +240,10 @@ def run_program(
             keys.append(None)
             datas.append(data)
             size += len(data)
-        for port, key, data in leaving_rows(program, leaving, spread, order):
+        rows = leaving_rows(program, leaving, spread, order, keyed)
+        if keyed.full():
+            rows = chain(rows, keyed.drain())
+        for port, key, data in rows:
             ports.append(port)
             keys.append(key)
             datas.append(data)
@@ -201,5 +251,9 @@ def run_program(
         if size >= _FLUSH_BYTES or len(ports) >= _FLUSH_ROWS:
             yield rows_to_batch(ports, keys, datas, ts_ms)
             ports, keys, datas, size = [], [], [], 0
+    for port, key, data in keyed.drain():
+        ports.append(port)
+        keys.append(key)
+        datas.append(data)
     if ports:
         yield rows_to_batch(ports, keys, datas, ts_ms)
