@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flowspark.runtime.codec import decode_items, encode_items, encode_range
@@ -205,3 +205,56 @@ def test_short_repr_survives_a_broken_repr():
             raise KeyError("nope")
 
     assert short_repr(Broken()) == "<unrepresentable Broken: KeyError('nope')>"
+
+
+def test_tuples_with_utc_datetimes_travel_as_columns_and_round_trip_exactly():
+    from datetime import UTC, datetime, timedelta
+
+    items = [(f"k{i}", datetime(2024, 1, 1, tzinfo=UTC) + timedelta(microseconds=7 * i + 1), i)
+             for i in range(200)]  # fmt: skip
+    data = encode_items(items)
+    assert data[:1] == b"T"
+    back = decode_items(data)
+    assert back == items
+    assert all(type(t) is tuple and back_dt.tzinfo is UTC for t, (_, back_dt, _) in zip(back, back))
+
+
+def test_mixed_or_naive_datetime_tuples_fall_back_to_pickle():
+    from datetime import UTC, datetime, timedelta, timezone
+
+    naive = [("k", datetime(2024, 1, 1)) for _ in range(100)]
+    other_tz = [
+        ("k", datetime(2024, 1, 1, tzinfo=timezone(timedelta(hours=2)))) for _ in range(100)
+    ]
+    ragged = [("k", datetime(2024, 1, 1, tzinfo=UTC))] * 99 + [("k",)]
+    for items in (naive, other_tz, ragged):
+        data = encode_items(items)
+        assert data[:1] == b"P"
+        assert decode_items(data) == items
+
+
+def test_lists_of_utc_datetimes_round_trip_exactly():
+    from datetime import UTC, datetime, timedelta
+
+    items = [
+        datetime(1969, 12, 31, tzinfo=UTC) + timedelta(microseconds=13 * i) for i in range(300)
+    ]
+    data = encode_items(items)
+    assert data[:1] == b"D"
+    assert decode_items(data) == items
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.datetimes(
+            min_value=datetime(1900, 1, 1), max_value=datetime(2200, 1, 1), timezones=st.just(UTC)
+        ),
+        min_size=64,
+        max_size=80,
+    )
+)
+def test_utc_datetime_columns_round_trip_property(values):
+    assert decode_items(encode_items(values)) == values
+    pairs = [(str(i), v) for i, v in enumerate(values)]
+    assert decode_items(encode_items(pairs)) == pairs

@@ -7,9 +7,13 @@ is a tag byte and a payload:
 
 * ``R`` + three little-endian int64: ``range(start, stop, step)`` — in-memory
   ranges travel as three numbers;
-* ``P`` + a cloudpickle (protocol 5) of a ``list`` — everything else. Exact
-  ints, floats and strs pickle as compactly and as fast as Arrow here, and
-  cloudpickle also carries instances of classes defined in ``__main__``.
+* ``D`` + a pickle of epoch microseconds — a list of UTC datetimes;
+* ``T`` + a pickle of columns — tuples of one length with columns of UTC
+  datetimes (as epoch microseconds, ~5x cheaper than pickling datetimes);
+* ``P`` + a pickle (protocol 5) of a ``list`` — everything else. Exact ints,
+  floats and strs pickle as compactly and as fast as Arrow here; objects the C
+  pickler cannot carry to another process (classes defined in ``__main__``)
+  go through cloudpickle.
 
 >>> decode_items(encode_items([1, "a", (2, 3.5)]))
 [1, 'a', (2, 3.5)]
@@ -22,6 +26,7 @@ from __future__ import annotations
 import pickle
 import struct
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import cloudpickle
@@ -55,6 +60,58 @@ _RANGE = struct.Struct("<qqq")
 _ORDER = struct.Struct("<q")
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_US = timedelta(microseconds=1)
+_COLUMNS_MIN = 64  # below this, columns are not worth their checks
+
+
+def _encode_columns(items: list[Any]) -> bytes | None:
+    """Tuples of one length whose columns hold UTC datetimes, stored as columns.
+
+    Pickling an aware datetime costs ~1.7 µs and loading it ~0.4 µs here; a
+    column of epoch microseconds costs ~0.3 µs each way. ``None`` when the
+    items are not such tuples (the caller pickles them as they are).
+    """
+    if set(map(type, items)) != {tuple}:
+        return None
+    widths = set(map(len, items))
+    if len(widths) != 1 or not widths.pop():
+        return None
+    columns: list[Any] = list(zip(*items))
+    utc = [False] * len(columns)
+    for i, column in enumerate(columns):
+        if _all_utc(column):
+            utc[i] = True
+            columns[i] = [(d - _EPOCH) // _US for d in column]
+    if not any(utc):
+        return None
+    return b"T" + _pickle((utc, columns))[1:]
+
+
+def _all_utc(values: Any) -> bool:
+    """Whether every value is exactly a ``datetime`` in ``timezone.utc``."""
+    return set(map(type, values)) == {datetime} and all(d.tzinfo is UTC for d in values)
+
+
+def _pickle(obj: Any) -> bytes:
+    try:
+        data = pickle.dumps(obj, protocol=5)
+    except Exception:
+        return b"C" + cloudpickle.dumps(obj, protocol=5)
+    if b"__main__" in data:
+        return b"C" + cloudpickle.dumps(obj, protocol=5)
+    return b"P" + data
+
+
+def _decode_columns(payload: memoryview) -> list[Any]:
+    utc, columns = pickle.loads(payload)
+    from_ts = datetime.fromtimestamp
+    for i, is_utc in enumerate(utc):
+        if is_utc:
+            columns[i] = [from_ts(us / 1e6, UTC) for us in columns[i]]
+    return list(zip(*columns))
+
+
 def encode_items(items: list[Any]) -> bytes:
     """Pack a list of items into one chunk.
 
@@ -63,13 +120,15 @@ def encode_items(items: list[Any]) -> bytes:
     process — objects of classes defined in ``__main__`` or pickled by value —
     goes through cloudpickle.
     """
-    try:
-        data = pickle.dumps(items, protocol=5)
-    except Exception:
-        return b"P" + cloudpickle.dumps(items, protocol=5)
-    if b"__main__" in data:
-        return b"P" + cloudpickle.dumps(items, protocol=5)
-    return b"P" + data
+    if len(items) >= _COLUMNS_MIN:
+        first = type(items[0])
+        if first is tuple:
+            columns = _encode_columns(items)
+            if columns is not None:
+                return columns
+        elif first is datetime and _all_utc(items):
+            return b"D" + _pickle([(d - _EPOCH) // _US for d in items])[1:]
+    return b"P" + _pickle(items)[1:]
 
 
 def encode_range(r: range) -> bytes:
@@ -84,6 +143,11 @@ def decode_items(data: bytes) -> Sequence[Any]:
         return pickle.loads(memoryview(data)[1:])
     if tag == b"R":
         return range(*_RANGE.unpack_from(data, 1))
+    if tag == b"T":
+        return _decode_columns(memoryview(data)[1:])
+    if tag == b"D":
+        from_ts = datetime.fromtimestamp
+        return [from_ts(us / 1e6, UTC) for us in pickle.loads(memoryview(data)[1:])]
     raise ValueError(f"not a flowspark chunk (tag {tag!r})")
 
 
