@@ -10,8 +10,8 @@ key and turns wake times into timers; the logic itself never sees Spark.
 >>> logic = ReduceLogic("sum", lambda a, b: a + b, lambda acc: acc >= 3)
 >>> r = logic.on_values("k", None, [1, 1], now=0)
 >>> r.state, r.emitted
-(2, [])
->>> logic.on_values("k", r.state, [1, 5], now=0).emitted
+((2,), [])
+>>> logic.on_values("k", r.state, [1, 1], now=0).emitted
 [('k', 3)]
 """
 
