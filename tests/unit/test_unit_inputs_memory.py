@@ -141,3 +141,17 @@ def test_testing_output_appends_to_the_callers_list():
 def test_testing_output_needs_a_list():
     with pytest.raises(TypeError, match="needs a list to append to; got str"):
         TestingOutput("nope")
+
+
+def test_testing_input_spills_chunks_to_a_file_for_local_runs(tmp_path, monkeypatch):
+    monkeypatch.setattr(memory, "CHUNK_ITEMS", 4)
+    monkeypatch.setattr(memory, "SPILL_DIR", str(tmp_path))
+    shipped = pickle.loads(pickle.dumps(TestingInput([("k", i) for i in range(10)])))
+    monkeypatch.setattr(memory, "SPILL_DIR", None)
+    assert len(list(tmp_path.iterdir())) == 1
+    assert shipped.end_offset("iterable") == 10
+    splits = shipped.splits("iterable", 3, 10, 2)
+    assert [_read(s) for s in splits] == [
+        [("k", i) for i in range(3, 7)],
+        [("k", i) for i in range(7, 10)],
+    ]

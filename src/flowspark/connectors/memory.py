@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -39,6 +41,26 @@ class _ChunkSplit(Split):
             yield items if (lo, hi) == (0, len(items)) else items[lo:hi]
 
 
+class _SpilledChunkSplit(Split):
+    """Encoded chunks read from the run's spill file: ``(offset, length, lo, hi)`` each."""
+
+    def __init__(self, path: str, pieces: list[tuple[int, int, int, int]]) -> None:
+        self.path, self.pieces = path, pieces
+
+    def read(self) -> Iterator[Sequence[Any]]:
+        with open(self.path, "rb") as f:
+            for offset, length, lo, hi in self.pieces:
+                f.seek(offset)
+                items = decode_items(f.read(length))
+                yield items if (lo, hi) == (0, len(items)) else items[lo:hi]
+
+
+# Set by the engine while it writes a run's input specs when executors share the
+# driver's disk (a local master): TestingInput then spills its encoded chunks to a
+# file there, and micro-batches carry file offsets instead of the data itself.
+SPILL_DIR: str | None = None
+
+
 class TestingInput(SeekableInput):
     """Emit the items of an iterable, in order, as one partition named ``"iterable"``.
 
@@ -57,6 +79,7 @@ class TestingInput(SeekableInput):
         self.items: Sequence[Any] = ib if isinstance(ib, (list, tuple, range)) else list(ib)
         self.batch_size = batch_size
         self._chunks: list[bytes] | None = None
+        self._spill: tuple[str, list[tuple[int, int]]] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # Items travel to Spark's planning process once, pre-encoded in chunks,
@@ -64,11 +87,21 @@ class TestingInput(SeekableInput):
         state = {"batch_size": self.batch_size, "length": len(self.items)}
         if isinstance(self.items, range):
             state["range"] = self.items
-        else:
-            state["chunks"] = [
-                encode_items(list(self.items[i : i + CHUNK_ITEMS]))
-                for i in range(0, len(self.items), CHUNK_ITEMS)
-            ]
+            return state
+        chunks = (
+            encode_items(list(self.items[i : i + CHUNK_ITEMS]))
+            for i in range(0, len(self.items), CHUNK_ITEMS)
+        )
+        if SPILL_DIR is None:
+            state["chunks"] = list(chunks)
+            return state
+        fd, path = tempfile.mkstemp(prefix="testing-input-", suffix=".bin", dir=SPILL_DIR)
+        spans = []
+        with os.fdopen(fd, "wb") as f:
+            for data in chunks:
+                spans.append((f.tell(), len(data)))
+                f.write(data)
+        state["spill"] = (path, spans)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -76,16 +109,19 @@ class TestingInput(SeekableInput):
         self._length = state["length"]
         self.items = state.get("range")  # type: ignore[assignment]
         self._chunks = state.get("chunks")
+        self._spill = state.get("spill")
 
     def list_parts(self) -> list[str]:
         return ["iterable"]
 
     def end_offset(self, part: str) -> int:
-        return len(self.items) if self._chunks is None else self._length
+        return len(self.items) if self.items is not None else self._length
 
     def splits(self, part: str, start: int, end: int, pieces: int) -> list[Split]:
         size = max(1, -(-(end - start) // max(1, pieces)))
         bounds = [(a, min(end, a + size)) for a in range(start, end, size)]
+        if self._spill is not None:
+            return [_SpilledChunkSplit(self._spill[0], self._spilled(a, b)) for a, b in bounds]
         if self._chunks is None:
             if isinstance(self.items, range):
                 return [_SliceSplit(self.items[a:b]) for a, b in bounds]
@@ -94,14 +130,19 @@ class TestingInput(SeekableInput):
             ]
         return [_ChunkSplit(self._pieces(a, b)) for a, b in bounds]
 
-    def _pieces(self, start: int, end: int) -> list[tuple[bytes, int, int]]:
-        """The encoded chunks covering ``[start, end)`` and the slice of each to read."""
-        out = []
+    def _spilled(self, start: int, end: int) -> list[tuple[int, int, int, int]]:
+        spans = self._spill[1]  # type: ignore[index]
+        return [(*spans[c], lo, hi) for c, lo, hi in self._slices(start, end)]
+
+    def _slices(self, start: int, end: int) -> Iterator[tuple[int, int, int]]:
+        """``(chunk, lo, hi)``: the chunks covering ``[start, end)`` and what of each to read."""
         for c in range(start // CHUNK_ITEMS, -(-end // CHUNK_ITEMS)):
             base = c * CHUNK_ITEMS
-            lo, hi = max(start, base) - base, min(end, base + CHUNK_ITEMS) - base
-            out.append((self._chunks[c], lo, hi))
-        return out
+            yield c, max(start, base) - base, min(end, base + CHUNK_ITEMS) - base
+
+    def _pieces(self, start: int, end: int) -> list[tuple[bytes, int, int]]:
+        """The encoded chunks covering ``[start, end)`` and the slice of each to read."""
+        return [(self._chunks[c], lo, hi) for c, lo, hi in self._slices(start, end)]  # type: ignore[index]
 
 
 class _ListSink(StatelessSink):

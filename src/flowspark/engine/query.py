@@ -87,6 +87,22 @@ def _register_user_modules(plan: Plan) -> None:
             cloudpickle.register_pickle_by_value(module)
 
 
+def _local(spark: Any) -> bool:
+    """Whether executors share this machine's disk (a ``local`` master)."""
+    return spark.sparkContext.master.startswith("local")
+
+
+def _pickle_spec(spec: Any, spill_dir: Path | None) -> bytes:
+    """Pickle an input's spec; in-memory inputs may spill their data to ``spill_dir``."""
+    from flowspark.connectors import memory
+
+    memory.SPILL_DIR = str(spill_dir) if spill_dir is not None else None
+    try:
+        return cloudpickle.dumps(spec)
+    finally:
+        memory.SPILL_DIR = None
+
+
 def _tick_ms(config: RunConfig) -> int:
     """How often an idle unbounded stateful flow ticks its clock (timers need batches)."""
     interval = config.trigger_interval or timedelta(seconds=1)
@@ -189,7 +205,7 @@ def run_flow(flow: Dataflow, config: RunConfig | None = None) -> RunReport:
                 tick_ms=_tick_ms(config) if plan.stateful and not config.bounded else None,
             )
             path = scratch / f"input-{i}.spec"
-            path.write_bytes(cloudpickle.dumps(spec))
+            path.write_bytes(_pickle_spec(spec, scratch if _local(spark) else None))
             frames.append(spark.readStream.format("flowspark").option("spec", str(path)).load())
         df = frames[0]
         for other in frames[1:]:

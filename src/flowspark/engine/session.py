@@ -89,7 +89,7 @@ def get_session(
             "spark.sql.session.timeZone": "UTC",
         }
         if master.startswith("local"):
-            settings["spark.driver.memory"] = os.environ.get("FLOWSPARK_DRIVER_MEMORY", "2g")
+            settings["spark.driver.memory"] = os.environ.get("FLOWSPARK_DRIVER_MEMORY", "4g")
         settings.update(conf or {})
         builder = SparkSession.builder.master(master).appName("flowspark")
         for key, value in settings.items():

@@ -27,6 +27,7 @@ import pickle
 import struct
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from operator import itemgetter
 from typing import Any
 
 import cloudpickle
@@ -75,9 +76,12 @@ def _encode_columns(items: list[Any]) -> bytes | None:
     if set(map(type, items)) != {tuple}:
         return None
     widths = set(map(len, items))
-    if len(widths) != 1 or not widths.pop():
+    if len(widths) != 1:
         return None
-    columns: list[Any] = list(zip(*items))
+    width = widths.pop()
+    if not width:
+        return None
+    columns: list[Any] = [list(map(itemgetter(i), items)) for i in range(width)]
     utc = [False] * len(columns)
     for i, column in enumerate(columns):
         if _all_utc(column):
