@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from pyspark.sql import Row
@@ -32,21 +32,16 @@ from flowspark.runtime.codec import (
     decode_items,
     decode_ordered,
 )
+from flowspark.runtime.windowing import from_ms, to_ms
 
 __all__ = ["LevelProcessor", "keyed_level"]
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _BLOB = StructType([StructField("blob", BinaryType())])
 
 
 def _ms(ts: datetime) -> int:
-    if ts.tzinfo is None:
-        ts = ts.replace(tzinfo=UTC)
-    return (ts - _EPOCH) // timedelta(milliseconds=1)
-
-
-def _dt(ms: int) -> datetime:
-    return _EPOCH + timedelta(milliseconds=ms)
+    """Milliseconds of a row's ``ts`` (Spark hands back naive UTC datetimes)."""
+    return to_ms(ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC))
 
 
 class LevelProcessor(StatefulProcessor):
@@ -124,7 +119,7 @@ class LevelProcessor(StatefulProcessor):
         elif fired and outcome.wake is not None:
             self.handle.registerTimer(outcome.wake)
         text = captured.take()
-        ts = _dt(now)
+        ts = from_ms(now)
         if text:
             yield Row(port=STDOUT_PORT, key=None, data=text, ts=ts)
         if outcome.late:
@@ -148,7 +143,7 @@ class LevelProcessor(StatefulProcessor):
 
     def _pass_through(self, rows: list[Row], now: int) -> Iterator[Row]:
         entries = self.program.orders
-        ts = _dt(now)
+        ts = from_ms(now)
         for r in rows:
             if r.port in entries:
                 yield from self._run(r.port, None, ts, decode_items(r.data))

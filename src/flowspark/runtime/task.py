@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from itertools import chain
 from typing import Any
 
 import pyarrow as pa
@@ -220,40 +219,31 @@ def run_program(
     keys: list[Any] = []
     datas: list[bytes] = []
     size = 0
-    captured = io.StringIO()
+    captured = capture_stdout()
     order = ctx.worker << 32
     keyed = KeyedBuffer(program)
-    for entry, items in feeds:
-        order += 1
-        real_stdout = sys.stdout
-        sys.stdout = captured
-        try:
-            leaving = program.run(entry, items, ctx)
-        finally:
-            sys.stdout = real_stdout
-        text = captured.getvalue()
-        if text:
-            captured.seek(0)
-            captured.truncate()
-            data = text.encode("utf-8", "backslashreplace")
-            ports.append(STDOUT_PORT)
-            keys.append(None)
-            datas.append(data)
-            size += len(data)
-        rows = leaving_rows(program, leaving, spread, order, keyed)
-        if keyed.full():
-            rows = chain(rows, keyed.drain())
+
+    def add(rows: Iterable[tuple[int, str | None, bytes]]) -> None:
+        nonlocal size
         for port, key, data in rows:
             ports.append(port)
             keys.append(key)
             datas.append(data)
             size += len(data)
+
+    for entry, items in feeds:
+        order += 1
+        with captured:
+            leaving = program.run(entry, items, ctx)
+        text = captured.take()
+        if text:
+            add([(STDOUT_PORT, None, text)])
+        add(leaving_rows(program, leaving, spread, order, keyed))
+        if keyed.full():
+            add(keyed.drain())
         if size >= _FLUSH_BYTES or len(ports) >= _FLUSH_ROWS:
             yield rows_to_batch(ports, keys, datas, ts_ms)
             ports, keys, datas, size = [], [], [], 0
-    for port, key, data in keyed.drain():
-        ports.append(port)
-        keys.append(key)
-        datas.append(data)
+    add(keyed.drain())
     if ports:
         yield rows_to_batch(ports, keys, datas, ts_ms)
