@@ -10,14 +10,16 @@ it imports this module); ``seconds`` covers building the dataflow and
 
 from __future__ import annotations
 
+import heapq
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import bytewax.operators as op
 import bytewax.operators.windowing as win
 import jobs
 from bytewax.dataflow import Dataflow
+from bytewax.operators import StatefulLogic
 from bytewax.testing import TestingSink, TestingSource, run_main
 
 BATCH_SIZE = 1000
@@ -88,3 +90,53 @@ def run_window_count(n: int) -> dict[str, Any]:
     triples = [(key, wid, c) for key, (wid, c) in out]
     ok = jobs.window_count_check(n, triples, late=len(late))
     return _result(seconds, ok, outputs=len(out), late=len(late))
+
+
+class _ReorderLogic(StatefulLogic):
+    """One key's reorder buffer: a heap of ``(event_time, i)``.
+
+    On each event: push it, watermark = latest event time of the key - 3 s,
+    pop and emit everything at or below the watermark. At the end of input
+    (``on_eof``) emit the rest in order.
+    """
+
+    def __init__(self, resume_state: tuple[list[tuple[datetime, int]], datetime] | None) -> None:
+        self.heap: list[tuple[datetime, int]] = list(resume_state[0]) if resume_state else []
+        self.latest: datetime | None = resume_state[1] if resume_state else None
+        self.delay = timedelta(seconds=jobs.REORDER_DELAY_S)
+
+    def on_item(self, value: tuple[datetime, int]) -> tuple[list[tuple[datetime, int]], bool]:
+        heap = self.heap
+        heapq.heappush(heap, value)
+        if self.latest is None or value[0] > self.latest:
+            self.latest = value[0]
+        watermark = self.latest - self.delay
+        out = []
+        while heap and heap[0][0] <= watermark:
+            out.append(heapq.heappop(heap))
+        return out, StatefulLogic.RETAIN
+
+    def on_eof(self) -> tuple[list[tuple[datetime, int]], bool]:
+        heap = self.heap
+        return [heapq.heappop(heap) for _ in range(len(heap))], StatefulLogic.DISCARD
+
+    def snapshot(self) -> tuple[list[tuple[datetime, int]], datetime | None]:
+        return list(self.heap), self.latest
+
+
+def run_reorder(n: int) -> dict[str, Any]:
+    """``op.map`` to ``(key, (event_time, i))`` -> ``op.stateful`` heap sort per key."""
+    events = jobs.reorder_input(n)
+    jobs.log(f"bytewax reorder: generated {len(events)} events")
+    out: list[tuple[str, tuple[datetime, int]]] = []
+    t0 = time.perf_counter()
+    flow = Dataflow("reorder")
+    s = op.input("inp", flow, TestingSource(events, batch_size=BATCH_SIZE))
+    keyed = op.map("key", s, lambda e: (e[0], (e[1], e[2])))
+    ordered = op.stateful("sort", keyed, _ReorderLogic)
+    op.output("out", ordered, TestingSink(out))
+    build_s = time.perf_counter() - t0
+    seconds = build_s + _timed_run(flow)
+    triples = [(key, ts, i) for key, (ts, i) in out]
+    ok = jobs.reorder_check(n, triples)
+    return _result(seconds, ok, outputs=len(out), inversions=jobs.reorder_inversions(triples))

@@ -20,7 +20,7 @@ def log(msg: str) -> None:
     print(f"[bench] {msg}", file=sys.stderr, flush=True)
 
 
-JOBS: tuple[str, ...] = ("mapfilter", "wordcount", "window_count")
+JOBS: tuple[str, ...] = ("mapfilter", "wordcount", "window_count", "reorder", "mapstream")
 
 # Below this size the closed-form expectations are also cross-checked by a
 # brute-force recount of the input.
@@ -198,3 +198,118 @@ def window_count_check(n: int, counts: Iterable[tuple[str, int, int]], late: int
     if sum(got.values()) != n:
         return False
     return got == window_count_expected(n)
+
+
+# --------------------------------------------------------------------------
+# reorder: n jittered events over 100 keys, sorted per key by event time
+# --------------------------------------------------------------------------
+
+REORDER_JITTER_US = 2_000_000  # each event's time is late by [0, 2 s)
+REORDER_DELAY_S = 3  # watermark = a key's latest event time - 3 s
+_MASK64 = (1 << 64) - 1
+
+
+def reorder_jitter_us(i: int) -> int:
+    """Deterministic offset of event ``i`` in ``[0, 2 s)``, in microseconds.
+
+    A splitmix64 finaliser of ``i``: no ``random`` state, so every system (and
+    every process) sees the very same events.
+    """
+    z = ((i + 1) * 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return (z ^ (z >> 31)) % REORDER_JITTER_US
+
+
+def reorder_event(i: int) -> tuple[str, datetime, int]:
+    """Event ``i``: ``(key, event_time, i)``; key ``k{i % 100}``, time
+    ``ALIGN_TO + i*10ms + jitter(i)`` (UTC-aware). Events arrive in order of ``i``.
+    """
+    ts = ALIGN_TO + timedelta(microseconds=i * EVENT_STEP_MS * 1000 + reorder_jitter_us(i))
+    return f"k{i % N_KEYS}", ts, i
+
+
+def reorder_input(n: int) -> list[tuple[str, datetime, int]]:
+    """Return the n events in arrival order (event times are out of order)."""
+    events = [reorder_event(i) for i in range(n)]
+    if n <= BRUTE_FORCE_MAX_N:
+        # Zero inversions must be reachable: no event may arrive at or below its
+        # key's watermark (a key's events are 1 s apart, jitter < 2 s < 3 s delay).
+        delay = timedelta(seconds=REORDER_DELAY_S)
+        latest: dict[str, datetime] = {}
+        for key, ts, _ in events:
+            assert key not in latest or ts > latest[key] - delay, "an event would be late"
+            latest[key] = max(ts, latest.get(key, ts))
+    return events
+
+
+def reorder_inversions(outputs: Iterable[tuple[str, datetime, int]]) -> int:
+    """Adjacent pairs within a key's output order whose event time decreases.
+
+    0 exactly when every key's output is sorted by event time.
+    """
+    last: dict[str, datetime] = {}
+    inversions = 0
+    for key, ts, _ in outputs:
+        prev = last.get(key)
+        if prev is not None and ts < prev:
+            inversions += 1
+        last[key] = ts
+    return inversions
+
+
+def reorder_check(n: int, outputs: Iterable[tuple[str, datetime, int]]) -> bool:
+    """Check emitted ``(key, event_time, i)`` triples, in output order.
+
+    Requires exactly n outputs, every input ``i`` emitted once with its own key
+    and event time, and zero inversions of event time within each key.
+    """
+    outs = list(outputs)
+    if len(outs) != n:
+        return False
+    seen = bytearray(n)
+    for key, ts, i in outs:
+        i = int(i)
+        if not 0 <= i < n or seen[i]:
+            return False
+        seen[i] = 1
+        exp_key, exp_ts, _ = reorder_event(i)
+        if key != exp_key or ts != exp_ts:
+            return False
+    return reorder_inversions(outs) == 0
+
+
+# --------------------------------------------------------------------------
+# mapstream: n datums "i,i+1,i+2" -> comma-split map stream -> 3n messages
+# --------------------------------------------------------------------------
+
+MAPSTREAM_PARTS = 3
+
+
+def mapstream_value(i: int) -> bytes:
+    """Value of datum ``i``: ``b"i,i+1,i+2"``."""
+    return f"{i},{i + 1},{i + 2}".encode()
+
+
+def mapstream_input(n: int) -> list[bytes]:
+    """Return the n datum values."""
+    return [mapstream_value(i) for i in range(n)]
+
+
+def mapstream_expected(n: int) -> tuple[int, int]:
+    """Return ``(count, checksum)`` of the output messages in closed form.
+
+    The checksum is the sum of the messages' values as ints: datum ``i``
+    contributes ``i + (i+1) + (i+2) = 3i + 3``, so the total is
+    ``3n(n-1)/2 + 3n``.
+    """
+    count, total = MAPSTREAM_PARTS * n, 3 * n * (n - 1) // 2 + 3 * n
+    if n <= BRUTE_FORCE_MAX_N:
+        parts = [int(p) for i in range(n) for p in mapstream_value(i).split(b",")]
+        assert (len(parts), sum(parts)) == (count, total), "closed form is wrong"
+    return count, total
+
+
+def mapstream_check(n: int, count: int, total: int) -> bool:
+    """Check a system's output message count and value checksum."""
+    return (int(count), int(total)) == mapstream_expected(n)

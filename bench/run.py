@@ -26,7 +26,16 @@ import jobs
 from harness import RESULT_PREFIX
 
 BENCH_DIR = Path(__file__).resolve().parent
-SYSTEMS: tuple[str, ...] = ("flowspark", "bytewax", "pyspark")
+SYSTEMS: tuple[str, ...] = ("flowspark", "bytewax", "pyspark", "pynumaflow")
+# The systems each job runs on (``--system all`` = these, in this order).
+JOB_SYSTEMS: dict[str, tuple[str, ...]] = {
+    "mapfilter": ("flowspark", "bytewax", "pyspark"),
+    "wordcount": ("flowspark", "bytewax", "pyspark"),
+    "window_count": ("flowspark", "bytewax", "pyspark"),
+    "reorder": ("flowspark", "bytewax"),
+    "mapstream": ("flowspark", "pynumaflow"),
+}
+assert set(JOB_SYSTEMS) == set(jobs.JOBS), "every job needs its systems"
 BYTEWAX_VERSION = "0.21.1"
 BYTEWAX_VENV = BENCH_DIR / ".venv-bytewax"
 BYTEWAX_STAMP = BYTEWAX_VENV / f".installed-bytewax-{BYTEWAX_VERSION}"
@@ -36,6 +45,19 @@ BASE_KEYS = ("job", "system", "n", "seconds", "items_per_s", "startup_s", "ok")
 def spark_python() -> str:
     """Interpreter with pyspark (for the pyspark and flowspark systems)."""
     return os.environ.get("FLOWSPARK_BENCH_PYTHON") or sys.executable
+
+
+def check_pynumaflow(python: str) -> None:
+    """Fail the run with a clear message unless *python* can import pynumaflow + grpc."""
+    probe = "import grpc, pynumaflow.mapstreamer, pynumaflow.proto.mapper.map_pb2_grpc"
+    proc = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        raise RuntimeError(
+            f"the pynumaflow system needs pynumaflow (0.14) importable by {python} "
+            f"($FLOWSPARK_BENCH_PYTHON): {last}; install it there with "
+            f"'{python} -m pip install pynumaflow==0.14.0'"
+        )
 
 
 def ensure_bytewax_venv() -> str:
@@ -68,6 +90,9 @@ def child_command(system: str, job: str, n: int) -> tuple[list[str], dict[str, s
     env = dict(os.environ)
     if system == "bytewax":
         python = ensure_bytewax_venv()
+    elif system == "pynumaflow":
+        python = spark_python()
+        check_pynumaflow(python)
     else:
         python = spark_python()
         env["PYSPARK_PYTHON"] = python
@@ -134,9 +159,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per run (default 1800)")
     args = ap.parse_args(argv)
     job_list = list(jobs.JOBS) if args.job == "all" else [args.job]
-    systems = list(SYSTEMS) if args.system == "all" else [args.system]
+    if args.system != "all":
+        # One system: every chosen job that runs on it.
+        job_list = [job for job in job_list if args.system in JOB_SYSTEMS[job]]
+        if not job_list:
+            ap.error(
+                f"job {args.job!r} does not run on {args.system!r}; "
+                f"its systems: {', '.join(JOB_SYSTEMS[args.job])}"
+            )
     all_ok = True
     for job in job_list:
+        systems = list(JOB_SYSTEMS[job]) if args.system == "all" else [args.system]
         for system in systems:
             for _ in range(args.repeat):
                 res = run_once(system, job, args.n, args.timeout)

@@ -1,5 +1,6 @@
 """SIGKILL a stateful flow mid-run and restart it: the sink holds exactly what an
-uninterrupted run writes (reduce_window, stateful_map and batch).
+uninterrupted run writes (reduce_window, stateful_map, batch and a Numaflow
+accumulator, whose handler is rebuilt from its WAL after the restart).
 
 Each key's values live in one input file, so per-key arrival order — and with it
 every stateful result — is the same in every run.
@@ -44,6 +45,27 @@ elif OP == "stateful_map":
         return total, total
     flow.stateful_map("running", lambda: 0, running)
     flow.map(lambda kv: f"{{kv[0]}} {{kv[1]}}")
+elif OP == "accumulate":
+    from flowspark.accumulator import Message
+
+    async def sorter(datums, output):
+        # Emits datums below the watermark in event-time order; counts them all,
+        # so the count after the loop shows the stream survived the restart whole.
+        buffer, seen = [], 0
+        async for d in datums:
+            seen += 1
+            buffer.append(d)
+            buffer.sort(key=lambda x: x.event_time)
+            while buffer and buffer[0].event_time <= d.watermark:
+                await output.put(Message.from_datum(buffer.pop(0)))
+        for d in buffer:
+            await output.put(Message.from_datum(d))
+        await output.put(Message(b"seen=%d" % seen, keys=d.keys, event_time=d.event_time))
+
+    flow.to_datums(keys=lambda kv: [kv[0]], value=lambda kv: str(kv[1]),
+                   event_time=lambda kv: T0 + timedelta(hours=kv[1]))
+    flow.accumulate("sort", sorter, timedelta(hours=1), watermark_delay=timedelta(hours=2))
+    flow.map(lambda d: f"{{d.keys[0]}} {{d.value.decode()}}")
 else:
     flow.batch("batch", 3, timedelta(hours=1))
     flow.map(lambda kv: f"{{kv[0]}} {{kv[1]}}")
@@ -90,7 +112,7 @@ def _finish(proc: subprocess.Popen) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("op", ["reduce_window", "stateful_map", "batch"])
+@pytest.mark.parametrize("op", ["reduce_window", "stateful_map", "batch", "accumulate"])
 def test_sigkill_and_restart_matches_an_uninterrupted_run(tmp_path: Path, op: str):
     flow_file, expected_out, recovery = _setup(tmp_path, op, "uninterrupted")
     _finish(_run(flow_file, recovery))

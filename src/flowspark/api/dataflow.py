@@ -237,6 +237,153 @@ class Stream:
         step = self._flow._add_step(kind, step_id, self._ports, fns, args)
         return WindowStream(self._flow, Port(step, 0))
 
+    # -- Numaflow UDFs: datums in, datums out -------------------------------------
+
+    def to_datums(
+        self,
+        step_id: str | None = None,
+        *,
+        keys: Callable[[Any], Any] | None = None,
+        value: Callable[[Any], Any] | None = None,
+        event_time: Callable[[Any], Any] | None = None,
+        headers: Callable[[Any], dict[str, str]] | None = None,
+        id: Callable[[Any], str] | None = None,  # noqa: A002 - Numaflow's name
+    ) -> Stream:
+        """Turn plain items into Numaflow datums for ``map_stream``/``reduce_stream``/
+        ``accumulate``.
+
+        Each argument is a function of the item. Defaults: a ``(str, value)`` pair
+        gives keys ``[key]`` and its value; other items have no keys and are the
+        value; ``str`` values are UTF-8 encoded; without ``event_time`` a datum is
+        stamped with the time it is converted at.
+        """
+        from flowspark.runtime.datums import DatumMaker
+
+        maker = DatumMaker(step_id or "to_datums", keys, value, event_time, headers, id)
+        return self._add("map", step_id or None, {"mapper": maker})
+
+    def map_stream(self, step_id: str, handler: Any, concurrency: int = 500) -> Stream:
+        """Numaflow map stream: ``handler(keys, datum)`` is an async generator of
+        ``Message``s (a ``MapStreamer`` instance or an ``async def`` function).
+
+        Handlers of one micro-batch run concurrently (at most ``concurrency`` waiting
+        at once); each datum's messages keep their order and inherit its event time.
+        ``DROP``-tagged messages are not forwarded.
+        """
+        from flowspark.api.udf.servers import handler_factory
+        from flowspark.runtime.datums import MapStreamRunner
+
+        _check_step_id("map_stream", step_id)
+        if not isinstance(concurrency, int) or concurrency < 1:
+            raise ValueError(
+                f"map_stream {step_id!r}: concurrency must be a positive int; got {concurrency!r}"
+            )
+        factory = handler_factory(handler, _map_kind(handler))
+        runner = MapStreamRunner(step_id, factory, concurrency)
+        return self._add("map_stream", step_id, {"runner": runner})
+
+    def reduce_stream(
+        self,
+        step_id: str,
+        handler: Any,
+        window: Any,
+        allowed_lateness: timedelta = timedelta(0),
+        keyed: bool = True,
+        init_args: tuple[Any, ...] = (),
+        init_kwargs: dict[str, Any] | None = None,
+        *,
+        watermark_delay: timedelta = timedelta(0),
+    ) -> WindowStream:
+        """Numaflow reduce stream: ``handler(keys, datums, output, md)`` per key and window.
+
+        ``window`` is a ``TumblingWindow`` (Numaflow's fixed window; a ``timedelta``
+        means one aligned to the epoch) or a ``SlidingWindow``. What the handler
+        puts is emitted in the micro-batch that produced it, timed at the window's
+        end - 1 ms; its ``datums`` end when the window closes (the key's watermark
+        minus ``allowed_lateness`` reaches the end). A ``ReduceStreamer`` subclass
+        gets a new instance per key and window (``init_args``/``init_kwargs``);
+        a ``Reducer`` (non-stream) emits only at the close. Datums whose windows
+        have all closed go to ``.late``.
+        """
+        from flowspark.runtime.datums import DatumKeyer
+        from flowspark.window import SlidingWindow, TumblingWindow
+
+        _check_step_id("reduce_stream", step_id)
+        if isinstance(window, timedelta):
+            window = TumblingWindow(length=window)
+        if not isinstance(window, (TumblingWindow, SlidingWindow)):
+            raise TypeError(
+                f"reduce_stream {step_id!r}: window must be a TumblingWindow (fixed) or "
+                f"SlidingWindow; got {type(window).__name__}"
+            )
+        _check_duration("reduce_stream", step_id, "allowed_lateness", allowed_lateness)
+        _check_duration("reduce_stream", step_id, "watermark_delay", watermark_delay)
+        factory = _reduce_factory(handler, init_args, init_kwargs)
+        keyed_items = self._add(
+            "map", f"{step_id}.key", {"mapper": DatumKeyer(f"reduce_stream {step_id!r}", keyed)}
+        )
+        args = {
+            "factory": factory,
+            "window_config": window,
+            "allowed_lateness": allowed_lateness,
+            "watermark_delay": watermark_delay,
+        }
+        step = self._flow._add_step(
+            "reduce_stream", step_id, keyed_items._ports, {"handler": handler}, args
+        )
+        return WindowStream(self._flow, Port(step, 0))
+
+    def accumulate(
+        self,
+        step_id: str,
+        handler: Any,
+        timeout: timedelta,
+        init_args: tuple[Any, ...] = (),
+        init_kwargs: dict[str, Any] | None = None,
+        *,
+        watermark_delay: timedelta = timedelta(0),
+    ) -> Stream:
+        """Numaflow accumulator: one ``handler(datums, output)`` per key, for as long as
+        the key is active.
+
+        The handler reads the key's datums in arrival order, each carrying the
+        key's current watermark (latest event time - ``watermark_delay``), and
+        puts ``Message``s (e.g. ``Message.from_datum(d)``) whenever it likes; its
+        stream ends when the watermark passes the key's latest event time +
+        ``timeout``, or at the end of a bounded input. An ``Accumulator``
+        subclass gets a new instance per key (``init_args``/``init_kwargs``).
+        """
+        from flowspark.api.udf.servers import handler_factory
+        from flowspark.runtime.datums import DatumKeyer
+
+        _check_step_id("accumulate", step_id)
+        if not isinstance(timeout, timedelta) or timeout < timedelta(0):
+            raise TypeError(
+                f"accumulate {step_id!r}: timeout must be a timedelta >= 0; got {timeout!r}"
+            )
+        _check_duration("accumulate", step_id, "watermark_delay", watermark_delay)
+        factory = handler_factory(handler, "accumulate", tuple(init_args), init_kwargs)
+        keyed_items = self._add(
+            "map", f"{step_id}.key", {"mapper": DatumKeyer(f"accumulate {step_id!r}")}
+        )
+        args = {"factory": factory, "timeout": timeout, "watermark_delay": watermark_delay}
+        step = self._flow._add_step(
+            "accumulate", step_id, keyed_items._ports, {"handler": handler}, args
+        )
+        return Stream(self._flow, Port(step))
+
+    def route(
+        self, step_id: str | None = None, *, tags: Any = (), operator: str = "or"
+    ) -> Stream:
+        """Numaflow conditional forwarding: keep datums whose tags match ``tags``.
+
+        ``operator`` ``"or"`` (default): any of them; ``"and"``: all; ``"not"``:
+        none. Without ``tags`` everything passes.
+        """
+        from flowspark.runtime.datums import TagRoute
+
+        return self._add("filter", step_id, {"predicate": TagRoute(tags, operator)})
+
     # -- helpers ---------------------------------------------------------------
 
     def _split_args(self, kind: str, args: tuple[Any, ...]) -> tuple[str | None, Any]:
@@ -260,6 +407,68 @@ class Stream:
     ) -> Stream:
         step = self._flow._add_step(kind, step_id, self._ports, fns, args)
         return Stream(self._flow, Port(step))
+
+
+def _check_step_id(kind: str, step_id: Any) -> None:
+    if not isinstance(step_id, str) or not step_id:
+        raise TypeError(f"{kind}: step_id must be a non-empty str; got {step_id!r}")
+
+
+def _check_duration(kind: str, step_id: str, name: str, value: Any) -> None:
+    if not isinstance(value, timedelta) or value < timedelta(0):
+        raise TypeError(f"{kind} {step_id!r}: {name} must be a timedelta >= 0; got {value!r}")
+
+
+def _server_kind(handler: Any) -> str | None:
+    """The UDF kind of a flowspark server object (``MapStreamAsyncServer`` …), if it is one."""
+    from flowspark.api.udf.servers import NumaflowServer
+
+    return handler.kind if isinstance(handler, NumaflowServer) else None
+
+
+def _map_kind(handler: Any) -> str:
+    """``"map"`` for a (non-stream) ``Mapper`` instance (ours or pynumaflow's) or a map
+    server, else ``"map_stream"``."""
+    kind = _server_kind(handler)
+    if kind is not None:
+        return kind
+    return "map" if any(k.__name__ == "Mapper" for k in type(handler).__mro__[1:]) else "map_stream"
+
+
+def _reduce_factory(handler: Any, init_args: Any, init_kwargs: Any) -> Any:
+    """The per-key-and-window handler factory of ``reduce_stream``; a ``Reducer`` is
+    wrapped so that its returned ``Messages`` are put at the window's close."""
+    import inspect
+
+    from flowspark.api.udf.servers import handler_factory
+
+    kind = _server_kind(handler)
+    if kind is not None:
+        is_reducer = kind == "reduce"
+    else:
+        is_reducer = (
+            isinstance(handler, type)
+            and any(k.__name__ == "Reducer" for k in handler.__mro__[1:])
+        ) or (inspect.isfunction(handler) and len(inspect.signature(handler).parameters) == 3)
+    if is_reducer:
+        return _ReducerAsStream(handler_factory(handler, "reduce", tuple(init_args), init_kwargs))
+    return handler_factory(handler, "reduce_stream", tuple(init_args), init_kwargs)
+
+
+class _ReducerAsStream:
+    """A ``Reducer`` factory made to look like a ``ReduceStreamer`` one."""
+
+    def __init__(self, factory: Any) -> None:
+        self.factory = factory
+
+    def __call__(self) -> Callable[..., Any]:
+        reducer = self.factory()
+
+        async def handler(keys: list[str], datums: Any, output: Any, md: Any) -> None:
+            for message in await reducer(keys, datums, md):
+                await output.put(message)
+
+        return handler
 
 
 class WindowStream(Stream):
@@ -431,3 +640,26 @@ class Dataflow:
     ) -> None:
         """Collect all items for a key within a window, sorted by time."""
         self._extend(self._chain().collect_window(step_id, clock_config, window_config, **kw))
+
+
+    # -- Numaflow UDFs --------------------------------------------------------------
+
+    def to_datums(self, step_id: str | None = None, **converters: Any) -> None:
+        """Turn items into Numaflow datums (see :meth:`Stream.to_datums`)."""
+        self._extend(self._chain().to_datums(step_id, **converters))
+
+    def map_stream(self, step_id: str, handler: Any, concurrency: int = 500) -> None:
+        """Numaflow map stream (see :meth:`Stream.map_stream`)."""
+        self._extend(self._chain().map_stream(step_id, handler, concurrency))
+
+    def reduce_stream(self, step_id: str, handler: Any, window: Any, **kw: Any) -> None:
+        """Numaflow reduce stream (see :meth:`Stream.reduce_stream`)."""
+        self._extend(self._chain().reduce_stream(step_id, handler, window, **kw))
+
+    def accumulate(self, step_id: str, handler: Any, timeout: timedelta, **kw: Any) -> None:
+        """Numaflow accumulator (see :meth:`Stream.accumulate`)."""
+        self._extend(self._chain().accumulate(step_id, handler, timeout, **kw))
+
+    def route(self, step_id: str | None = None, *, tags: Any = (), operator: str = "or") -> None:
+        """Numaflow conditional forwarding by tags (see :meth:`Stream.route`)."""
+        self._extend(self._chain().route(step_id, tags=tags, operator=operator))

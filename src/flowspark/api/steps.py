@@ -22,6 +22,7 @@ STATELESS_KINDS = frozenset(
         "inspect_worker",
         "branch",
         "merge",
+        "map_stream",
         "output",
     }
 )

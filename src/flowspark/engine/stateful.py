@@ -61,6 +61,8 @@ class LevelProcessor(StatefulProcessor):
         self.logics = pickle.loads(self.logics_bytes)
         self.ctx = task_context()
         self.emitted_chunks = 0
+        uses_wal = any(getattr(logic, "uses_wal", False) for logic in self.logics.values())
+        self.wal = _ListStateWal(handle.getListState("wal", _BLOB)) if uses_wal else None
 
     # -- Spark hooks -------------------------------------------------------------
 
@@ -77,9 +79,12 @@ class LevelProcessor(StatefulProcessor):
         chunks = sorted(decode_ordered(r.data) for r in rows)
         values = [v for _, chunk in chunks for v in decode_items(chunk)]
         logic = self.logics[port]
-        yield from self._step(
-            port, lambda state: logic.on_values(user_key, state, values, now), now
-        )
+        if getattr(logic, "uses_wal", False):
+            wal = self.wal
+            call = lambda state: logic.on_values(user_key, state, values, now, wal)  # noqa: E731
+        else:
+            call = lambda state: logic.on_values(user_key, state, values, now)  # noqa: E731
+        yield from self._step(port, call, now)
 
     def handleExpiredTimer(
         self, key: Any, timerValues: Any, expiredTimerInfo: Any
@@ -91,9 +96,12 @@ class LevelProcessor(StatefulProcessor):
         port = int(port_text)
         now = timerValues.getCurrentWatermarkInMs()
         logic = self.logics[port]
-        yield from self._step(
-            port, lambda state: logic.on_timer(user_key, state, now), now, fired=True
-        )
+        if getattr(logic, "uses_wal", False):
+            wal = self.wal
+            call = lambda state: logic.on_timer(user_key, state, now, wal)  # noqa: E731
+        else:
+            call = lambda state: logic.on_timer(user_key, state, now)  # noqa: E731
+        yield from self._step(port, call, now, fired=True)
 
     def close(self) -> None:
         pass
@@ -149,6 +157,28 @@ class LevelProcessor(StatefulProcessor):
                 yield from self._run(r.port, None, ts, decode_items(r.data))
             else:
                 yield Row(port=r.port, key=None, data=r.data, ts=r.ts)
+
+
+class _ListStateWal:
+    """A keyed step's write-ahead log in Spark state: a list of pickled entries."""
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+
+    def read(self) -> list[Any]:
+        return [pickle.loads(row[0]) for row in self.state.get()]
+
+    def append(self, entry: Any) -> None:
+        self.state.appendValue((pickle.dumps(entry, protocol=5),))
+
+    def write(self, entries: list[Any]) -> None:
+        if entries:
+            self.state.put([(pickle.dumps(e, protocol=5),) for e in entries])
+        else:
+            self.state.clear()
+
+    def clear(self) -> None:
+        self.state.clear()
 
 
 def keyed_level(df: Any, processor: LevelProcessor, first: bool) -> Any:

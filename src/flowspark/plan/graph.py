@@ -23,7 +23,16 @@ __all__ = ["Plan", "build_plan", "EXCHANGE_KINDS", "STATEFUL_KINDS", "SINK_PORT_
 EXCHANGE_KINDS = frozenset({"redistribute"})
 # Keyed steps: their input is shuffled by key, so they start a new level.
 STATEFUL_KINDS = frozenset(
-    {"reduce", "stateful_map", "batch", "reduce_window", "fold_window", "collect_window"}
+    {
+        "reduce",
+        "stateful_map",
+        "batch",
+        "reduce_window",
+        "fold_window",
+        "collect_window",
+        "accumulate",
+        "reduce_stream",
+    }
 )
 # Rows whose port is SINK_PORT_BASE + i carry items for the plan's i-th output.
 SINK_PORT_BASE = 1 << 20

@@ -10,6 +10,8 @@ is a tag byte and a payload:
 * ``D`` + a pickle of epoch microseconds — a list of UTC datetimes;
 * ``T`` + a pickle of columns — tuples of one length with columns of UTC
   datetimes (as epoch microseconds, ~5x cheaper than pickling datetimes);
+* ``N`` + a pickle of columns — Numaflow datums (keys, values, times as epoch
+  microseconds, headers, ids, tags), ~4x cheaper than pickling the objects;
 * ``P`` + a pickle (protocol 5) of a ``list`` — everything else. Exact ints,
   floats and strs pickle as compactly and as fast as Arrow here; objects the C
   pickler cannot carry to another process (classes defined in ``__main__``)
@@ -116,6 +118,81 @@ def _decode_columns(payload: memoryview) -> list[Any]:
     return list(zip(*columns))
 
 
+def _datum_types() -> tuple[type, ...]:
+    from flowspark.api.udf.types import Datum
+
+    return (Datum, *Datum.__subclasses__())
+
+
+def _micros(times: list[Any]) -> list[int]:
+    """Epoch microseconds of aware datetimes (identical neighbours computed once)."""
+    out: list[int] = []
+    last: Any = None
+    us = 0
+    for t in times:
+        if t is not last:
+            us = datetime.__sub__(t, _EPOCH) // _US
+            last = t
+        out.append(us)
+    return out
+
+
+def _encode_datums(items: list[Any]) -> bytes | None:
+    kinds = set(map(type, items))
+    if not kinds.issubset(_datum_types()):
+        return None
+    cls = kinds.pop() if len(kinds) == 1 else None
+    if cls is None:
+        return None
+    headers = [d._headers for d in items]
+    tags = [d._tags for d in items]
+    columns = (
+        cls,
+        [d._keys for d in items],
+        [d._value for d in items],
+        _micros([d._event_time for d in items]),
+        _micros([d._watermark for d in items]),
+        headers if any(headers) else None,
+        [d._id for d in items],
+        tags if any(tags) else None,
+    )
+    return b"N" + _pickle(columns)[1:]
+
+
+def _decode_datums(payload: memoryview) -> list[Any]:
+    from flowspark.api.udf.times import UTCDateTime
+
+    cls, keys, values, event_us, watermark_us, headers, ids, tags = pickle.loads(payload)
+    epoch = UTCDateTime(1970, 1, 1, tzinfo=UTC)
+    cache: dict[int, Any] = {}
+
+    def times(column: list[int]) -> list[Any]:
+        out = []
+        for us in column:
+            t = cache.get(us)
+            if t is None:
+                if len(cache) > 4096:
+                    cache.clear()
+                t = cache[us] = epoch + timedelta(microseconds=us)
+            out.append(t)
+        return out
+
+    n = len(values)
+    make = cls._make
+    return list(
+        map(
+            make,
+            keys,
+            values,
+            times(event_us),
+            times(watermark_us),
+            headers if headers is not None else [{} for _ in range(n)],
+            ids,
+            tags if tags is not None else [[] for _ in range(n)],
+        )
+    )
+
+
 def encode_items(items: list[Any]) -> bytes:
     """Pack a list of items into one chunk.
 
@@ -132,6 +209,10 @@ def encode_items(items: list[Any]) -> bytes:
                 return columns
         elif first is datetime and _all_utc(items):
             return b"D" + _pickle([(d - _EPOCH) // _US for d in items])[1:]
+    if items and hasattr(items[0], "_event_time"):
+        datums = _encode_datums(items)
+        if datums is not None:
+            return datums
     return b"P" + _pickle(items)[1:]
 
 
@@ -149,6 +230,8 @@ def decode_items(data: bytes) -> Sequence[Any]:
         return range(*_RANGE.unpack_from(data, 1))
     if tag == b"T":
         return _decode_columns(memoryview(data)[1:])
+    if tag == b"N":
+        return _decode_datums(memoryview(data)[1:])
     if tag == b"D":
         from_ts = datetime.fromtimestamp
         return [from_ts(us / 1e6, UTC) for us in pickle.loads(memoryview(data)[1:])]

@@ -67,6 +67,8 @@ class Node:
         kind = self.kind
         if fn is None:  # input, merge, output, redistribute: items pass on
             return (items,)
+        if kind == "map_stream":  # a whole chunk at once, so handlers can overlap
+            return (fn.run_chunk(items),)
         it = iter(items)
         try:
             result = self._run(fn, kind, items, it, ctx)
@@ -121,6 +123,7 @@ _FN_ROLE = {
     "inspect_epoch": "inspector",
     "inspect_worker": "inspector",
     "branch": "predicate",
+    "map_stream": "runner",
 }
 
 

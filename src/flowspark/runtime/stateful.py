@@ -416,6 +416,8 @@ def logic_for(step: Any) -> KeyedLogic:
     from flowspark.runtime.windowing import build_clock, build_windower
 
     fns, args = step.fns, step.args
+    if step.kind in ("accumulate", "reduce_stream"):
+        return _udf_logic_for(step)
     if step.kind == "reduce":
         return ReduceLogic(step.step_id, fns["reducer"], fns["is_complete"])
     if step.kind == "stateful_map":
@@ -430,4 +432,31 @@ def logic_for(step: Any) -> KeyedLogic:
         build_windower(args["window_config"]),
         fns,
         with_window=args.get("with_window", False),
+    )
+
+
+# Set to "1" to rebuild every Numaflow handler from its WAL on every micro-batch
+# (read when a run starts): the replay path then runs all the time, for tests.
+REBUILD_ENV = "FLOWSPARK_UDF_REBUILD"
+
+
+def _udf_logic_for(step: Any) -> KeyedLogic:
+    import os
+
+    from flowspark.runtime.udf_keyed import AccumulateLogic, ReduceStreamLogic
+    from flowspark.runtime.windowing import build_windower
+
+    args = step.args
+    force = os.environ.get(REBUILD_ENV, "") not in ("", "0")
+    if step.kind == "accumulate":
+        return AccumulateLogic(
+            step.step_id, args["factory"], args["timeout"], args["watermark_delay"], force
+        )
+    return ReduceStreamLogic(
+        step.step_id,
+        args["factory"],
+        build_windower(args["window_config"]),
+        args["allowed_lateness"],
+        args["watermark_delay"],
+        force,
     )

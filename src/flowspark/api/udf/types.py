@@ -1,0 +1,629 @@
+"""The data types shared by flowspark's pynumaflow-compatible SDK modules and by the engine.
+
+Names, constructor signatures, property behaviour and ``TypeError`` texts follow
+pynumaflow 0.14. Every datetime a handler sees is a
+:class:`~flowspark.api.udf.times.UTCDateTime` (aware UTC that compares with naive
+datetimes as UTC), where pynumaflow mixes naive and aware ones.
+
+>>> from datetime import datetime, timezone
+>>> d = MapStreamDatum(["k"], b"v", datetime(2022, 9, 12, 16, 0), datetime(2022, 9, 12, 16, 1))
+>>> d.event_time.tzinfo is timezone.utc, d.watermark > datetime(2022, 9, 12, 16, 0)
+(True, True)
+>>> StreamMessage(b"out", keys=d.keys) == StreamMessage(b"out", ["k"])
+True
+>>> acc = AccumulatorDatum(["k"], b"v", d.event_time, d.watermark, "id-1")
+>>> AccumulatorMessage.from_datum(acc).id
+'id-1'
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+from flowspark.api.udf.times import UTCDateTime, as_utc
+
+__all__ = [
+    "DROP",
+    "Datum",
+    "MapStreamDatum",
+    "ReduceStreamDatum",
+    "AccumulatorDatum",
+    "StreamMessage",
+    "AccumulatorMessage",
+    "Messages",
+    "IntervalWindow",
+    "Metadata",
+    "ReduceWindow",
+    "KeyedWindow",
+]
+
+DROP = "U+005C__DROP__"
+"""The tag of a message that must not be forwarded anywhere."""
+
+M = TypeVar("M")
+_S = TypeVar("_S", bound="StreamMessage")
+_A = TypeVar("_A", bound="AccumulatorMessage")
+_D = TypeVar("_D", bound="Datum")
+
+
+def _validate_message_fields(value: Any, keys: Any, tags: Any) -> None:
+    """pynumaflow's construction-time checks of a message's value, keys and tags."""
+    if value is not None and not isinstance(value, bytes):
+        raise TypeError(f"Message 'value' must be bytes, got {type(value).__name__}")
+    if keys is not None and (
+        not isinstance(keys, list) or not all(isinstance(k, str) for k in keys)
+    ):
+        raise TypeError(f"Message 'keys' must be a list of strings, got {keys!r}")
+    if tags is not None and (
+        not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)
+    ):
+        raise TypeError(f"Message 'tags' must be a list of strings, got {tags!r}")
+
+
+def _times_of(datum: Any) -> tuple[UTCDateTime, UTCDateTime]:
+    """The (event time, watermark) of any datum-like object, as UTC datetimes."""
+    return (
+        as_utc(datum.event_time, "Datum.event_time"),
+        as_utc(datum.watermark, "Datum.watermark"),
+    )
+
+
+# ---------------------------------------------------------------------------------- datums
+
+
+class Datum:
+    """One input event: keys, value, event time, watermark, headers, id and tags.
+
+    The per-SDK subclasses carry pynumaflow's exact constructor signatures; this
+    base is what the engine builds (through the unvalidated :meth:`_make`).
+    """
+
+    __slots__ = ("_keys", "_value", "_event_time", "_watermark", "_headers", "_id", "_tags")
+
+    _keys: list[str]
+    _value: bytes
+    _event_time: UTCDateTime
+    _watermark: UTCDateTime
+    _headers: dict[str, str]
+    _id: str
+    _tags: list[str]
+
+    def __init__(
+        self,
+        keys: list[str],
+        value: bytes,
+        event_time: datetime,
+        watermark: datetime,
+        headers: dict[str, str] | None = None,
+        *,
+        id: str = "",
+        tags: list[str] | None = None,
+    ) -> None:
+        self._keys = keys or []
+        self._value = value or b""
+        self._event_time = as_utc(event_time, "Datum.event_time")
+        self._watermark = as_utc(watermark, "Datum.watermark")
+        self._headers = headers or {}
+        self._id = id
+        self._tags = tags or []
+
+    @classmethod
+    def _make(
+        cls: type[_D],
+        keys: list[str],
+        value: bytes,
+        event_time: UTCDateTime,
+        watermark: UTCDateTime,
+        headers: dict[str, str],
+        id: str,
+        tags: list[str],
+    ) -> _D:
+        """Build without checks or copies (for the engine: times already UTCDateTime)."""
+        datum = object.__new__(cls)
+        datum._keys = keys
+        datum._value = value
+        datum._event_time = event_time
+        datum._watermark = watermark
+        datum._headers = headers
+        datum._id = id
+        datum._tags = tags
+        return datum
+
+    @property
+    def keys(self) -> list[str]:
+        """The keys of the event."""
+        return self._keys
+
+    @property
+    def value(self) -> bytes:
+        """The payload of the event."""
+        return self._value
+
+    @property
+    def event_time(self) -> UTCDateTime:
+        """The event time of the event (aware UTC)."""
+        return self._event_time
+
+    @property
+    def watermark(self) -> UTCDateTime:
+        """The watermark when the event was read (aware UTC)."""
+        return self._watermark
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """A copy of the headers of the event."""
+        return self._headers.copy()
+
+    @property
+    def id(self) -> str:
+        """The id of the event ("" when it has none)."""
+        return self._id
+
+    @property
+    def tags(self) -> list[str]:
+        """The tags the event was forwarded with (flowspark extension)."""
+        return self._tags
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (
+            self._keys,
+            self._value,
+            self._event_time,
+            self._watermark,
+            self._headers,
+            self._id,
+            self._tags,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Datum):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"Datum(keys={self._keys!r}, value={self._value!r}, "
+            f"event_time={self._event_time!r}, watermark={self._watermark!r}, "
+            f"headers={self._headers!r}, id={self._id!r}, tags={self._tags!r})"
+        )
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return (type(self)._make, self._fields())
+
+
+class MapStreamDatum(Datum):
+    """pynumaflow's ``mapstreamer.Datum`` (also ``mapper``/``reducer``): headers return a copy."""
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        keys: list[str],
+        value: bytes,
+        event_time: datetime,
+        watermark: datetime,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(keys, value, event_time, watermark, headers)
+
+
+class ReduceStreamDatum(Datum):
+    """pynumaflow's ``reducestreamer.Datum``: ``headers`` returns the internal dict."""
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        keys: list[str],
+        value: bytes,
+        event_time: datetime,
+        watermark: datetime,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(keys, value, event_time, watermark, headers)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The headers of the event (the internal dict, like pynumaflow)."""
+        return self._headers
+
+
+class AccumulatorDatum(Datum):
+    """pynumaflow's ``accumulator.Datum``: takes the message id as ``id_``."""
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        keys: list[str],
+        value: bytes,
+        event_time: datetime,
+        watermark: datetime,
+        id_: str,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(keys, value, event_time, watermark, headers, id=id_)
+
+
+# -------------------------------------------------------------------------------- messages
+
+
+class StreamMessage:
+    """pynumaflow's ``Message(value, keys=None, tags=None)`` of map stream, reduce stream,
+    map and reduce.
+
+    ``to_drop(datum)`` additionally remembers the datum's (event time, watermark)
+    in ``_times`` so the engine can still move the watermark past a dropped input.
+    """
+
+    __slots__ = ("_value", "_keys", "_tags", "_times")
+
+    def __init__(
+        self, value: bytes, keys: list[str] | None = None, tags: list[str] | None = None
+    ) -> None:
+        _validate_message_fields(value, keys, tags)
+        self._value = value or b""
+        self._keys = keys or []
+        self._tags = tags or []
+        self._times: tuple[UTCDateTime, UTCDateTime] | None = None
+
+    @classmethod
+    def to_drop(cls: type[_S], datum: Any = None) -> _S:
+        """A message that is not forwarded: value ``b""``, keys ``[]``, tags ``[DROP]``."""
+        message = cls(b"", None, [DROP])
+        if datum is not None:
+            message._times = _times_of(datum)
+        return message
+
+    @property
+    def value(self) -> bytes:
+        """The payload."""
+        return self._value
+
+    @property
+    def keys(self) -> list[str]:
+        """The keys for the next vertex."""
+        return self._keys
+
+    @property
+    def tags(self) -> list[str]:
+        """The tags for conditional forwarding."""
+        return self._tags
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        mine = (self._value, self._keys, self._tags)
+        return mine == (other._value, other._keys, other._tags)  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Message(value={self._value!r}, keys={self._keys!r}, tags={self._tags!r})"
+
+
+class AccumulatorMessage:
+    """pynumaflow's ``accumulator.Message``: a message with its own times, headers and id.
+
+    Given datetimes are stored as UTCDateTime (naive ones taken as UTC).
+    """
+
+    __slots__ = (
+        "_value",
+        "_keys",
+        "_tags",
+        "_watermark",
+        "_event_time",
+        "_headers",
+        "_id",
+        "_times",
+    )
+
+    def __init__(
+        self,
+        value: bytes,
+        keys: list[str] | None = None,
+        tags: list[str] | None = None,
+        watermark: datetime | None = None,
+        event_time: datetime | None = None,
+        headers: dict[str, str] | None = None,
+        id: str | None = None,
+    ) -> None:
+        _validate_message_fields(value, keys, tags)
+        self._value = value or b""
+        self._keys = keys or []
+        self._tags = tags or []
+        self._watermark = None if watermark is None else as_utc(watermark, "Message.watermark")
+        self._event_time = None if event_time is None else as_utc(event_time, "Message.event_time")
+        self._headers = headers or {}
+        self._id = id or ""
+        self._times: tuple[UTCDateTime, UTCDateTime] | None = None
+
+    @classmethod
+    def to_drop(cls: type[_A], datum: Any = None) -> _A:
+        """A message that is not forwarded; with a datum it carries the datum's times."""
+        if datum is None:
+            return cls(b"", None, [DROP])
+        event_time, watermark = _times_of(datum)
+        message = cls(b"", None, [DROP], watermark=watermark, event_time=event_time)
+        message._times = (event_time, watermark)
+        return message
+
+    @classmethod
+    def from_datum(cls: type[_A], datum: Any) -> _A:
+        """A message copying a datum's value, keys, watermark, event time, headers and id.
+
+        Tags are not copied (``[]``), like pynumaflow. Any datum-like object works;
+        a missing ``id`` gives ``""``.
+        """
+        return cls(
+            value=datum.value,
+            keys=datum.keys,
+            watermark=datum.watermark,
+            event_time=datum.event_time,
+            headers=datum.headers,
+            id=getattr(datum, "id", ""),
+        )
+
+    @property
+    def value(self) -> bytes:
+        """The payload."""
+        return self._value
+
+    @property
+    def keys(self) -> list[str]:
+        """The keys for the next vertex."""
+        return self._keys
+
+    @property
+    def tags(self) -> list[str]:
+        """The tags for conditional forwarding."""
+        return self._tags
+
+    @property
+    def watermark(self) -> UTCDateTime | None:
+        """The watermark of this message, or None if not set."""
+        return self._watermark
+
+    @property
+    def event_time(self) -> UTCDateTime | None:
+        """The event time of this message, or None if not set."""
+        return self._event_time
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """A copy of the headers."""
+        return self._headers.copy()
+
+    @property
+    def id(self) -> str:
+        """The message id ("" when not set)."""
+        return self._id
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (
+            self._value,
+            self._keys,
+            self._tags,
+            self._watermark,
+            self._event_time,
+            self._headers,
+            self._id,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"Message(value={self._value!r}, keys={self._keys!r}, tags={self._tags!r}, "
+            f"watermark={self._watermark!r}, event_time={self._event_time!r}, "
+            f"headers={self._headers!r}, id={self._id!r})"
+        )
+
+
+class Messages(Sequence[M]):
+    """pynumaflow's ``Messages(*messages)``: an appendable sequence that refuses slicing."""
+
+    __slots__ = ("_messages",)
+
+    def __init__(self, *messages: M) -> None:
+        self._messages: list[M] = list(messages)
+
+    def __str__(self) -> str:
+        return str(self._messages)
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def __iter__(self) -> Iterator[M]:
+        return iter(self._messages)
+
+    def __getitem__(self, index: int) -> M:  # type: ignore[override]
+        if isinstance(index, slice):
+            raise TypeError("Slicing is not supported for Messages")
+        return self._messages[index]
+
+    def append(self, message: M) -> None:
+        """Add ``message`` at the end."""
+        self._messages.append(message)
+
+    def items(self) -> list[M]:
+        """The underlying list (deprecated in pynumaflow: iterate or index instead)."""
+        warnings.warn(
+            "Using items is deprecated and will be removed in v0.5. "
+            "Iterate or index the Messages object instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self._messages
+
+
+# --------------------------------------------------------------------------------- windows
+
+
+class IntervalWindow:
+    """The ``[start, end)`` of a window; both stored as UTCDateTime."""
+
+    __slots__ = ("_start", "_end")
+
+    def __init__(self, start: datetime, end: datetime) -> None:
+        self._start = as_utc(start, "IntervalWindow.start")
+        self._end = as_utc(end, "IntervalWindow.end")
+
+    @property
+    def start(self) -> UTCDateTime:
+        """The start of the window."""
+        return self._start
+
+    @property
+    def end(self) -> UTCDateTime:
+        """The end of the window."""
+        return self._end
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self._start, self._end) == (other._start, other._end)  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((self._start, self._end))
+
+    def __repr__(self) -> str:
+        return f"IntervalWindow(start={self._start!r}, end={self._end!r})"
+
+
+class Metadata:
+    """What a reduce handler learns about its window: ``md.interval_window``."""
+
+    __slots__ = ("_interval_window",)
+
+    def __init__(self, interval_window: IntervalWindow) -> None:
+        self._interval_window = interval_window
+
+    @property
+    def interval_window(self) -> IntervalWindow:
+        """The window being reduced."""
+        return self._interval_window
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._interval_window == other._interval_window  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._interval_window)
+
+    def __repr__(self) -> str:
+        return f"Metadata(interval_window={self._interval_window!r})"
+
+
+class ReduceWindow:
+    """A reduce window: an :class:`IntervalWindow` plus its slot."""
+
+    __slots__ = ("_window", "_slot")
+
+    def __init__(self, start: datetime, end: datetime, slot: str = "") -> None:
+        self._window = IntervalWindow(start, end)
+        self._slot = slot
+
+    @property
+    def start(self) -> UTCDateTime:
+        """The start of the window."""
+        return self._window.start
+
+    @property
+    def end(self) -> UTCDateTime:
+        """The end of the window."""
+        return self._window.end
+
+    @property
+    def slot(self) -> str:
+        """The slot of the window."""
+        return self._slot
+
+    @property
+    def window(self) -> IntervalWindow:
+        """The interval window."""
+        return self._window
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self._window, self._slot) == (other._window, other._slot)  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((self._window, self._slot))
+
+    def __repr__(self) -> str:
+        return f"ReduceWindow(start={self.start!r}, end={self.end!r}, slot={self._slot!r})"
+
+
+class KeyedWindow:
+    """An accumulator window: an :class:`IntervalWindow`, its slot and its keys.
+
+    Unlike pynumaflow, instances built without ``keys`` do not share one list.
+    """
+
+    __slots__ = ("_window", "_slot", "_keys")
+
+    def __init__(
+        self, start: datetime, end: datetime, slot: str = "", keys: list[str] | None = None
+    ) -> None:
+        self._window = IntervalWindow(start, end)
+        self._slot = slot
+        self._keys: list[str] = [] if keys is None else keys
+
+    @property
+    def start(self) -> UTCDateTime:
+        """The start of the window."""
+        return self._window.start
+
+    @property
+    def end(self) -> UTCDateTime:
+        """The end of the window."""
+        return self._window.end
+
+    @property
+    def slot(self) -> str:
+        """The slot of the window."""
+        return self._slot
+
+    @property
+    def window(self) -> IntervalWindow:
+        """The interval window."""
+        return self._window
+
+    @property
+    def keys(self) -> list[str]:
+        """The keys the window belongs to."""
+        return self._keys
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self._window, self._slot, self._keys) == (
+            other._window,  # type: ignore[attr-defined]
+            other._slot,  # type: ignore[attr-defined]
+            other._keys,  # type: ignore[attr-defined]
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"KeyedWindow(start={self.start!r}, end={self.end!r}, slot={self._slot!r}, "
+            f"keys={self._keys!r})"
+        )

@@ -1,0 +1,22 @@
+"""pynumaflow 0.14's ``pynumaflow.mapstreamer`` on flowspark (swap the import prefix).
+
+>>> from datetime import datetime, timezone
+>>> datum = Datum(
+...     keys=["k"],
+...     value=b"a,b",
+...     event_time=datetime.fromtimestamp(1662998400, timezone.utc),
+...     watermark=datetime.fromtimestamp(1662998460, timezone.utc),
+... )
+>>> Messages(*(Message(part, keys=datum.keys) for part in datum.value.split(b",")))
+[Message(value=b'a', keys=['k'], tags=[]), Message(value=b'b', keys=['k'], tags=[])]
+>>> Message.to_drop().tags == [DROP]
+True
+"""
+
+from flowspark.api.udf.handlers import MapStreamer
+from flowspark.api.udf.servers import MapStreamAsyncServer
+from flowspark.api.udf.types import DROP, Messages
+from flowspark.api.udf.types import MapStreamDatum as Datum
+from flowspark.api.udf.types import StreamMessage as Message
+
+__all__ = ["Message", "Messages", "Datum", "DROP", "MapStreamAsyncServer", "MapStreamer"]

@@ -1,0 +1,1 @@
+"""Helpers mirroring ``pynumaflow.shared`` (handlers import ``NonBlockingIterator`` from here)."""
