@@ -1158,3 +1158,39 @@ def test_as_datum_accepts_pynumaflow_datums():
 def test_as_datum_rejects_plain_items_with_hint():
     with pytest.raises(TypeError, match=r"accumulate 'x' needs datums.*to_datums.*got 42"):
         as_datum(42, "accumulate 'x'")
+
+
+def test_reduce_stream_window_closed_by_idleness_does_not_reopen():
+    # The key idles for a window length: its window closes as if its watermark had
+    # passed it, so a later datum for that window is late, not a second result.
+    driver = AccDriver(tumbling_logic(handler_factory(reduce_handler, "reduce_stream")))
+    driver.values("k", [rs_datum("k", 1)], 0)
+    driver.values("k", [rs_datum("k", 2)], 60_000)
+    driver.eof()
+    assert values(driver.emitted) == [b"counter:1"]
+    assert [d.event_time for d in driver.late] == [at(2)]
+
+
+def test_two_udf_steps_in_one_process_keep_their_live_handlers():
+    built = {"A": 0, "B": 0}
+
+    def factory_for(name):
+        def factory():
+            built[name] += 1
+
+            async def handler(datums, output):
+                async for _ in datums:
+                    pass
+
+            return handler
+
+        return factory
+
+    drivers = {
+        name: AccDriver(AccumulateLogic(name, factory_for(name), timedelta(minutes=1), SEC))
+        for name in built
+    }
+    for batch in range(10):
+        for driver in drivers.values():
+            driver.values("k", [acc_datum("k", batch)], batch)
+    assert built == {"A": 1, "B": 1}  # no rebuilds: neither step evicts the other's handlers

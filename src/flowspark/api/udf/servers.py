@@ -304,10 +304,8 @@ class MapServer(NumaflowServer):
         self._set_options(sock_path, max_message_size, max_threads, server_info_file)
 
 
-class MapAsyncServer(NumaflowServer):
+class MapAsyncServer(MapServer):
     """pynumaflow's ``mapper.MapAsyncServer``: a Mapper instance or an async function."""
-
-    kind = "map"
 
     def __init__(
         self,
@@ -318,9 +316,9 @@ class MapAsyncServer(NumaflowServer):
         server_info_file: str = MAP_SERVER_INFO_FILE_PATH,
         shutdown_callback: Callable[..., Any] | None = None,
     ) -> None:
-        self.make_handler = handler_factory(mapper_instance, self.kind)
-        self.mapper_instance = mapper_instance
-        self._set_options(sock_path, max_message_size, max_threads, server_info_file)
+        super().__init__(
+            mapper_instance, sock_path, max_message_size, max_threads, server_info_file
+        )
         self.shutdown_callback = shutdown_callback
 
 

@@ -571,40 +571,19 @@ class ReduceWindow:
         return f"ReduceWindow(start={self.start!r}, end={self.end!r}, slot={self._slot!r})"
 
 
-class KeyedWindow:
+class KeyedWindow(ReduceWindow):
     """An accumulator window: an :class:`IntervalWindow`, its slot and its keys.
 
     Unlike pynumaflow, instances built without ``keys`` do not share one list.
     """
 
-    __slots__ = ("_window", "_slot", "_keys")
+    __slots__ = ("_keys",)
 
     def __init__(
         self, start: datetime, end: datetime, slot: str = "", keys: list[str] | None = None
     ) -> None:
-        self._window = IntervalWindow(start, end)
-        self._slot = slot
+        super().__init__(start, end, slot)
         self._keys: list[str] = [] if keys is None else keys
-
-    @property
-    def start(self) -> UTCDateTime:
-        """The start of the window."""
-        return self._window.start
-
-    @property
-    def end(self) -> UTCDateTime:
-        """The end of the window."""
-        return self._window.end
-
-    @property
-    def slot(self) -> str:
-        """The slot of the window."""
-        return self._slot
-
-    @property
-    def window(self) -> IntervalWindow:
-        """The interval window."""
-        return self._window
 
     @property
     def keys(self) -> list[str]:
@@ -614,11 +593,7 @@ class KeyedWindow:
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self._window, self._slot, self._keys) == (
-            other._window,  # type: ignore[attr-defined]
-            other._slot,  # type: ignore[attr-defined]
-            other._keys,  # type: ignore[attr-defined]
-        )
+        return super().__eq__(other) and self._keys == other._keys  # type: ignore[attr-defined]
 
     __hash__ = None  # type: ignore[assignment]
 
