@@ -448,3 +448,25 @@ def test_accumulator_server_with_class_and_init_args(capsys, monkeypatch):
     serve(AccumulatorAsyncServer(Counting, init_args=("total",)), lines=lines)
     printed = sorted(json.loads(line)["value"] for line in capsys.readouterr().out.splitlines())
     assert printed == ["total:2", "total:3"]
+
+
+def test_the_numaflow_example_joins_sorts_and_counts(capsys):
+    """examples/numaflow_join_sort.py: accumulate feeding a reduce stream (a second keyed
+    level), whose datums partly arrive with the end of the input."""
+    import runpy
+    from pathlib import Path
+
+    example = Path(__file__).parents[2] / "examples" / "numaflow_join_sort.py"
+    flow = runpy.run_path(str(example))["flow"]
+    run_main(flow)
+    lines = capsys.readouterr().out.splitlines()
+    sorted_lines = [
+        line.split() for line in lines if line.startswith("user") and ":" not in line[:6]
+    ]
+    by_user = defaultdict(list)
+    for user, time_text, _ in sorted_lines:
+        by_user[user].append(time_text)
+    assert sum(map(len, by_user.values())) == 150
+    assert all(times == sorted(times) for times in by_user.values())
+    finals = [line for line in lines if " in the minute from " in line]
+    assert sum(int(line.split(": ")[1].split()[0]) for line in finals) == 150

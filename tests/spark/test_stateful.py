@@ -32,6 +32,10 @@ def at(seconds: float = 0, minutes: float = 0) -> datetime:
     return ALIGN + timedelta(seconds=seconds, minutes=minutes)
 
 
+def _add(a, b):
+    return a + b
+
+
 def _first(event):
     return event[0]
 
@@ -589,3 +593,26 @@ def test_reducer_error_names_step_and_item(kind):
     assert "_explode_on_13" in str(err)
     assert "ValueError: unlucky value" in str(err)
     assert isinstance(err.__cause__, ValueError)
+
+
+def test_keyed_steps_after_a_window_get_its_end_of_input_flush():
+    """The last windows close when the input ends; what they emit reaches the next keyed
+    steps with the end-of-input time and must be counted there, not called late."""
+    flow = Dataflow()
+    nums = flow.input("inp", TestingInput([("k", i) for i in range(20)]))
+    clock = EventClockConfig(lambda v: at(v), timedelta(0))
+    sums = nums.reduce_window("w1", clock, TumblingWindow(timedelta(seconds=5), ALIGN), _add)
+    totals = sums.map("rekey", lambda kv: ("all", kv[1])).reduce_window(
+        "w2", EventClockConfig(lambda v: ALIGN, timedelta(0)),
+        TumblingWindow(timedelta(seconds=5), ALIGN), _add,
+    )
+    batches = sums.batch("b", 10, timedelta(hours=1))
+    out_totals: list = []
+    out_batches: list = []
+    late: list = []
+    totals.output("totals", TestingOutput(out_totals))
+    totals.late.output("late", TestingOutput(late))
+    batches.output("batches", TestingOutput(out_batches))
+    run_main(flow)
+    assert out_totals == [("all", sum(range(20)))] and late == []
+    assert [sorted(values) for _, values in out_batches] == [[10, 35, 60, 85]]

@@ -825,13 +825,38 @@ def test_accumulate_handler_awaiting_real_futures():
 
 def test_key_clock():
     clock = KeyClock(delay_ms=1000, idle_ms=500)
-    t, state = clock.time_for(None, acc_datum("k", 5), 10)
-    assert (t, state) == (ms_at(5), (ms_at(5), 10))
-    _, state = clock.time_for(state, acc_datum("k", 3), 20)
-    assert state == (ms_at(5), 20)
+    state = clock.advance(None, {0: ms_at(5)}, 10)
+    assert state == ({0: ms_at(5)}, 10)
+    state = clock.advance(state, {0: ms_at(3)}, 20)  # an older event does not go back
+    assert state == ({0: ms_at(5)}, 20)
     assert clock.watermark(None, 0) < 0 and clock.watermark(state, 0) == ms_at(4)
     assert not clock.idle(state, 519) and clock.idle(state, 520) and clock.idle(None, EOF_MS)
     assert clock.idle_at(state) == 520
+
+
+def test_key_clock_takes_the_minimum_over_upstreams():
+    # Two inputs feed the key; the lagging one holds the watermark back, as Numaflow's
+    # minimum over upstream partitions does.
+    clock = KeyClock(delay_ms=0, idle_ms=10_000)
+    state = clock.advance(None, {1: ms_at(50), 2: ms_at(10)}, 0)
+    assert clock.watermark(state, 0) == ms_at(10)
+    state = clock.advance(state, {2: ms_at(30)}, 1)
+    assert clock.watermark(state, 1) == ms_at(30)
+
+
+def test_accumulate_merged_inputs_one_running_ahead_are_not_overtaken():
+    # Input 1 delivers up to 50 s while input 2 is still at 10 s; then input 2 catches
+    # up with datums from 11 s on: a sorter must still emit everything in order.
+    driver = AccDriver(sorter_logic(delay=0))
+    first = [acc_datum("k", s) for s in (40, 45, 50)] + [acc_datum("k", s) for s in (8, 10)]
+    wal = driver.wals.setdefault("k", MemoryWal())
+    out = driver.logic.on_values("k", None, first, 0, wal, [(1, 3), (2, 2)])
+    driver._record("k", out)
+    later = [acc_datum("k", s) for s in (11, 20, 30)]
+    driver._record("k", driver.logic.on_values("k", out.state, later, 1, wal, [(2, 3)]))
+    driver.eof()
+    times = [d.event_time for d in driver.emitted]
+    assert times == sorted(times) and len(times) == 8
 
 
 # -- rebuild equivalence (hypothesis) -------------------------------------------------------------

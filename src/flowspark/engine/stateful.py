@@ -77,11 +77,16 @@ class LevelProcessor(StatefulProcessor):
         port = int(port_text)
         # Back in arrival order: the shuffle may deliver upstream chunks in any order.
         chunks = sorted(decode_ordered(r.data) for r in rows)
-        values = [v for _, chunk in chunks for v in decode_items(chunk)]
+        decoded = [(order, decode_items(chunk)) for order, chunk in chunks]
+        values = [v for _, items in decoded for v in items]
         logic = self.logics[port]
         if getattr(logic, "uses_wal", False):
             wal = self.wal
-            call = lambda state: logic.on_values(user_key, state, values, now, wal)  # noqa: E731
+            # Which upstream partition (the high half of a chunk's order) sent what.
+            origins = [(order >> 32, len(items)) for order, items in decoded]
+            call = lambda state: logic.on_values(  # noqa: E731
+                user_key, state, values, now, wal, origins
+            )
         else:
             call = lambda state: logic.on_values(user_key, state, values, now)  # noqa: E731
         yield from self._step(port, call, now)

@@ -177,7 +177,8 @@ class BatchLogic(KeyedLogic):
             if len(batch) >= self.max_size:
                 emitted.append((key, batch))
                 batch, deadline = [], None
-        if deadline is not None and now >= deadline and batch:
+        if deadline is not None and (now >= deadline or now >= EOF_MS) and batch:
+            # Timed out, or values flushed by an upstream step at the end of the input.
             emitted.append((key, batch))
             batch, deadline = [], None
         return Outcome((batch, deadline) if batch else None, emitted, wake=deadline)
@@ -265,6 +266,15 @@ class WindowLogic(KeyedLogic):
         return (key, value)
 
     def on_values(self, key: str, state: Any, values: list[Any], now: int) -> Outcome:
+        if now >= EOF_MS:
+            # Values an upstream keyed step flushed at the end of the input: place them
+            # as if no time had passed since the key's last item, then close everything.
+            clock_state = state[0] if state is not None else None
+            placed = self.on_values(key, state, values, _seen_at(clock_state, EOF_MS - 1))
+            closed = self.on_timer(key, placed.state, now)
+            return Outcome(
+                closed.state, placed.emitted + closed.emitted, placed.late, closed.wake
+            )
         if not self.sessions and not self.clock.system and self.agg.kind != "collect_window":
             return self._on_values_fast(key, state, values, now)
         return self._on_values(key, state, values, now)
@@ -409,6 +419,11 @@ class WindowLogic(KeyedLogic):
         for t, seq, v in sorted(items, key=lambda e: (e[0], e[1])):
             self.agg.add(key, acc, t, seq, v)
         return self.agg.finish(key, acc)
+
+
+def _seen_at(clock_state: Any, default: int) -> int:
+    """The system time an event clock last moved at (``default`` without one)."""
+    return clock_state[1] if clock_state is not None else default
 
 
 def logic_for(step: Any) -> KeyedLogic:

@@ -96,26 +96,32 @@ class KeyedDatum:
 
 
 class KeyClock:
-    """One key's event clock: ``(latest event ms, system ms of the key's last datum)``.
+    """One key's event clock: ``({upstream: latest event ms}, system ms of its last datum)``.
 
-    The watermark is the latest event time minus ``delay_ms`` and moves only with
-    the key's data, so it is the same on every run of the same input. ``idle``
-    says whether the key has had no datum for ``idle_ms`` of system time (or the
-    input ended).
+    As Numaflow takes the minimum over the upstream partitions' watermarks, the
+    key's watermark is the minimum, over the upstream partitions (source splits,
+    or the tasks of an upstream keyed step) that have sent it datums, of their
+    latest event time, minus ``delay_ms``. A lagging input thus holds it back
+    instead of seeing its datums overtaken. It moves only with data, so it is the
+    same on every run of the same input. ``idle`` says whether the key has had no
+    datum for ``idle_ms`` of system time (or the input ended).
     """
 
     def __init__(self, delay_ms: int, idle_ms: int) -> None:
         self.delay_ms, self.idle_ms = delay_ms, idle_ms
 
-    def time_for(self, state: Any, datum: Datum, now: int) -> tuple[int, Any]:
-        """The datum's event time (ms) and the clock after it."""
-        t = to_ms(datum._event_time)
-        return t, (t if state is None or t > state[0] else state[0], now)
+    def advance(self, state: Any, latest: dict[int, int], now: int) -> Any:
+        """The clock after a batch whose datums' latest times per upstream are ``latest``."""
+        maxima = dict(state[0]) if state is not None else {}
+        for upstream, t in latest.items():
+            if t > maxima.get(upstream, MIN_MS):
+                maxima[upstream] = t
+        return (maxima, now)
 
     def watermark(self, state: Any, now: int) -> int:
         if now >= EOF_MS:
             return MAX_MS
-        return MIN_MS if state is None else state[0] - self.delay_ms
+        return MIN_MS if state is None else min(state[0].values()) - self.delay_ms
 
     def idle(self, state: Any, now: int) -> bool:
         return now >= EOF_MS or (state is not None and now - state[1] >= self.idle_ms)
@@ -146,25 +152,40 @@ class _UdfLogic(KeyedLogic):
         self.run_id = uuid.uuid4().hex  # one per run: a new run never finds old handlers
 
     def _advance(
-        self, key: str, clock_state: Any, latest: Any, values: list[Any], now: int
+        self,
+        key: str,
+        clock_state: Any,
+        latest: Any,
+        values: list[Any],
+        now: int,
+        origins: list[tuple[int, int]] | None,
     ) -> tuple[Any, Any]:
         """The key's clock and latest event time after this batch's datums.
 
-        Every datum of a batch carries the watermark from before the batch (as a
-        Numaflow datum carries the watermark fetched when it was read), so the
-        order in which merged inputs' datums land within a batch cannot make
-        them late relative to each other.
+        ``origins`` says which upstream partition sent which run of ``values``
+        (``[(upstream, count), ...]``; ``None``: all from one). Every datum of a
+        batch carries the watermark from before the batch (as a Numaflow datum
+        carries the watermark fetched when it was read), so the order in which
+        merged inputs' datums land within a batch cannot make them late relative
+        to each other.
         """
-        clock = self.clock
-        for datum in values:
-            try:
-                t, clock_state = clock.time_for(clock_state, datum, now)
-            except Exception as exc:
-                item = KeyedDatum(key, datum)
-                raise step_failure(self.step_id, "event time", item, exc) from None
-            if latest is None or t > latest:
-                latest = t
-        return clock_state, latest
+        per_upstream: dict[int, int] = {}
+        pos = 0
+        for upstream, count in origins if origins is not None else [(0, len(values))]:
+            top = per_upstream.get(upstream, MIN_MS)
+            for datum in values[pos : pos + count]:
+                try:
+                    t = to_ms(datum._event_time)
+                except Exception as exc:
+                    item = KeyedDatum(key, datum)
+                    raise step_failure(self.step_id, "event time", item, exc) from None
+                if t > top:
+                    top = t
+            pos += count
+            per_upstream[upstream] = top
+            if latest is None or top > latest:
+                latest = top
+        return self.clock.advance(clock_state, per_upstream, now), latest
 
     # -- the handler registry ----------------------------------------------------------
 
@@ -265,10 +286,20 @@ class AccumulateLogic(_UdfLogic):
         return HandlerRun(lambda datums, output: handler(datums, output))
 
     def on_values(  # type: ignore[override]
-        self, key: str, state: Any, values: list[Any], now: int, wal: Any
+        self,
+        key: str,
+        state: Any,
+        values: list[Any],
+        now: int,
+        wal: Any,
+        origins: list[tuple[int, int]] | None = None,
     ) -> Outcome:
         clock_state, handle, latest, streams = state if state is not None else (None, None, None, 0)
         emitted: list[Any] = []
+        # Datums that arrive with the end of the input (from an upstream keyed step's
+        # last flush) are handled first, as any datums; then every stream ends.
+        ended = now >= EOF_MS
+        now = min(now, EOF_MS - 1)
         wm = self.clock.watermark(clock_state, now)
         if handle is not None and self._timed_out(clock_state, latest, now):
             # The open stream timed out before this batch (its timer is yet to fire).
@@ -278,11 +309,14 @@ class AccumulateLogic(_UdfLogic):
             handle = (self._open(key, None).gen, 0)
             streams += 1
             wal.clear()
-        clock_state, latest = self._advance(key, clock_state, latest, values, now)
+        clock_state, latest = self._advance(key, clock_state, latest, values, now, origins)
         shown = _utc(wm)
         feed = [_rewatermark(datum, shown) for datum in values]
         run = self._attach(key, None, handle, lambda: _decoded(wal.read()))
         emitted += self._messages(key, self._feed(run, key, feed), run, wm, streams)
+        if ended:
+            emitted += self._close(key, (run.gen, run.fed), wal, MAX_MS, streams)
+            return self._outcome(clock_state, None, latest, streams, emitted)
         wal.append(encode_items(feed))
         return self._outcome(clock_state, (run.gen, run.fed), latest, streams, emitted)
 
@@ -400,10 +434,19 @@ class ReduceStreamLogic(_UdfLogic):
         return HandlerRun(lambda datums, output: handler(list(keys), datums, output, md))
 
     def on_values(  # type: ignore[override]
-        self, key: str, state: Any, values: list[Any], now: int, wal: Any
+        self,
+        key: str,
+        state: Any,
+        values: list[Any],
+        now: int,
+        wal: Any,
+        origins: list[tuple[int, int]] | None = None,
     ) -> Outcome:
         clock_state, handles, floor = state if state is not None else (None, {}, MIN_MS)
         handles = dict(handles)
+        # Datums arriving with the end of the input are placed as any datums first.
+        end_of_input = now
+        now = min(now, EOF_MS - 1)
         wm = self.clock.watermark(clock_state, now)
         idle = self.clock.idle(clock_state, now)
         emitted, floor = self._close_due(
@@ -413,7 +456,7 @@ class ReduceStreamLogic(_UdfLogic):
         feeds: dict[tuple[int, int], list[Any]] = {}
         late: list[Any] = []
         shown = _utc(wm)
-        clock_state, _ = self._advance(key, clock_state, None, values, now)
+        clock_state, _ = self._advance(key, clock_state, None, values, now, origins)
         for datum in values:
             t = to_ms(datum._event_time)
             fed = None
@@ -432,7 +475,7 @@ class ReduceStreamLogic(_UdfLogic):
             emitted += self._messages(key, window, self._feed(run, key, datums), run)
             handles[window] = (run.gen, run.fed)
             wal.append((window, encode_items(datums)))
-        after = self.clock.watermark(clock_state, now) - self.lateness_ms
+        after = self.clock.watermark(clock_state, end_of_input) - self.lateness_ms
         closed, floor = self._close_due(key, handles, wal, after, floor)
         return self._outcome(clock_state, handles, floor, emitted + closed, late)
 
