@@ -1219,3 +1219,11 @@ def test_two_udf_steps_in_one_process_keep_their_live_handlers():
         for driver in drivers.values():
             driver.values("k", [acc_datum("k", batch)], batch)
     assert built == {"A": 1, "B": 1}  # no rebuilds: neither step evicts the other's handlers
+
+
+def test_plain_bytes_text_and_keyed_pairs_become_datums_with_to_datums_defaults():
+    d = as_datum(("user-1", "hello"), "accumulate 'a'")
+    assert (d.keys, d.value) == (["user-1"], b"hello")
+    assert (as_datum(b"raw", "x").keys, as_datum("text", "x").value) == ([], b"text")
+    with pytest.raises(TypeError, match="to_datums"):
+        as_datum(("k", 5), "accumulate 'a'")

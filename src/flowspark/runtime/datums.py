@@ -47,14 +47,24 @@ def as_datum(item: Any, what: str) -> Datum:
             id=getattr(item, "id", "") or "",
             tags=list(getattr(item, "tags", None) or []),
         )
+    if _is_plain(item):
+        return _PLAIN(item)
     raise TypeError(
         f"{what} needs datums (e.g. flowspark.accumulator.Datum, or items converted with "
         f"stream.to_datums(...)); got {short_repr(item, 100)}"
     )
 
 
+def _is_plain(item: Any) -> bool:
+    """Bytes, text, or a ``(str key, bytes or text)`` pair: what ``to_datums()`` takes
+    with its defaults, so Numaflow steps take them as they are."""
+    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+        item = item[1]
+    return isinstance(item, (bytes, str))
+
+
 def _is_datum_like(item: Any) -> bool:
-    return isinstance(item, Datum) or (
+    return isinstance(item, Datum) or _is_plain(item) or (
         hasattr(item, "value") and hasattr(item, "event_time") and hasattr(item, "keys")
     )
 
@@ -136,6 +146,10 @@ class DatumMaker:
         return Datum._make(
             keys, _as_bytes(self.value(item)), event_time, event_time, headers, datum_id, []
         )
+
+
+# Plain items reaching a Numaflow step: to_datums' defaults (stamped when converted).
+_PLAIN = DatumMaker("plain items")
 
 
 class DatumKeyer:
