@@ -44,8 +44,11 @@ def _prepare_environment() -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    # Workers import user modules by reference: give them the driver's path.
-    paths = [p for p in sys.path if p and os.path.isdir(p)]
+    # Workers import user modules by reference: give them the driver's path, after
+    # the folder whose sitecustomize makes them import pyspark from its installed
+    # copy rather than recompiling Spark's pyspark.zip in every new process.
+    worker_site = str(resources.files("flowspark.engine").joinpath("worker_site"))
+    paths = [worker_site] + [p for p in sys.path if p and os.path.isdir(p)]
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(paths + ([old] if old else []))
 
