@@ -826,9 +826,9 @@ def test_accumulate_handler_awaiting_real_futures():
 def test_key_clock():
     clock = KeyClock(delay_ms=1000, idle_ms=500)
     state = clock.advance(None, {0: ms_at(5)}, 10)
-    assert state == ({0: ms_at(5)}, 10)
+    assert state == ({0: (ms_at(5), 10)}, 10, ms_at(4))
     state = clock.advance(state, {0: ms_at(3)}, 20)  # an older event does not go back
-    assert state == ({0: ms_at(5)}, 20)
+    assert state == ({0: (ms_at(5), 20)}, 20, ms_at(4))
     assert clock.watermark(None, 0) < 0 and clock.watermark(state, 0) == ms_at(4)
     assert not clock.idle(state, 519) and clock.idle(state, 520) and clock.idle(None, EOF_MS)
     assert clock.idle_at(state) == 520
@@ -842,6 +842,18 @@ def test_key_clock_takes_the_minimum_over_upstreams():
     assert clock.watermark(state, 0) == ms_at(10)
     state = clock.advance(state, {2: ms_at(30)}, 1)
     assert clock.watermark(state, 1) == ms_at(30)
+
+
+def test_key_clock_stops_waiting_for_an_idle_upstream_and_never_goes_back():
+    clock = KeyClock(delay_ms=0, idle_ms=1_000)
+    state = clock.advance(None, {1: ms_at(5), 2: ms_at(100)}, 0)
+    assert clock.watermark(state, 0) == ms_at(5)
+    state = clock.advance(state, {2: ms_at(110)}, 999)  # upstream 1 silent, not yet idle
+    assert clock.watermark(state, 999) == ms_at(5)
+    state = clock.advance(state, {2: ms_at(120)}, 1_000)  # now it is: it no longer counts
+    assert clock.watermark(state, 1_000) == ms_at(120)
+    state = clock.advance(state, {1: ms_at(7)}, 1_001)  # it comes back, far behind
+    assert clock.watermark(state, 1_001) == ms_at(120)
 
 
 def test_accumulate_merged_inputs_one_running_ahead_are_not_overtaken():

@@ -96,15 +96,18 @@ class KeyedDatum:
 
 
 class KeyClock:
-    """One key's event clock: ``({upstream: latest event ms}, system ms of its last datum)``.
+    """One key's event clock: ``({upstream: (latest event ms, system ms)}, system ms of
+    the key's last datum, watermark ms)``.
 
     As Numaflow takes the minimum over the upstream partitions' watermarks, the
     key's watermark is the minimum, over the upstream partitions (source splits,
     or the tasks of an upstream keyed step) that have sent it datums, of their
-    latest event time, minus ``delay_ms``. A lagging input thus holds it back
-    instead of seeing its datums overtaken. It moves only with data, so it is the
-    same on every run of the same input. ``idle`` says whether the key has had no
-    datum for ``idle_ms`` of system time (or the input ended).
+    latest event time, minus ``delay_ms``: a lagging input holds it back instead
+    of seeing its datums overtaken. An upstream that has sent the key nothing for
+    ``idle_ms`` while others did no longer holds it back (Numaflow's idle-source
+    rule), and the watermark never goes back. It moves only when the key gets
+    data. ``idle`` says whether the key has had no datum for ``idle_ms`` of system
+    time (or the input ended).
     """
 
     def __init__(self, delay_ms: int, idle_ms: int) -> None:
@@ -112,16 +115,20 @@ class KeyClock:
 
     def advance(self, state: Any, latest: dict[int, int], now: int) -> Any:
         """The clock after a batch whose datums' latest times per upstream are ``latest``."""
-        maxima = dict(state[0]) if state is not None else {}
+        upstreams = dict(state[0]) if state is not None else {}
         for upstream, t in latest.items():
-            if t > maxima.get(upstream, MIN_MS):
-                maxima[upstream] = t
-        return (maxima, now)
+            before = upstreams.get(upstream)
+            upstreams[upstream] = (t if before is None or t > before[0] else before[0], now)
+        active = [t for t, seen in upstreams.values() if now - seen < self.idle_ms]
+        mark = min(active or [t for t, _ in upstreams.values()]) - self.delay_ms
+        if state is not None and state[2] > mark:
+            mark = state[2]
+        return (upstreams, now, mark)
 
     def watermark(self, state: Any, now: int) -> int:
         if now >= EOF_MS:
             return MAX_MS
-        return MIN_MS if state is None else min(state[0].values()) - self.delay_ms
+        return MIN_MS if state is None else state[2]
 
     def idle(self, state: Any, now: int) -> bool:
         return now >= EOF_MS or (state is not None and now - state[1] >= self.idle_ms)
