@@ -405,7 +405,7 @@ def test_handler_error_names_step_and_key():
     with pytest.raises(StepError) as info:
         run_main(flow)
     text = str(info.value)
-    assert "'boom'" in text and "'evil'" in text and "cannot take this one" in text
+    assert "'boom'" in text and "key 'evil'" in text and "cannot take this one" in text
     assert isinstance(info.value.__cause__, ValueError)
 
 

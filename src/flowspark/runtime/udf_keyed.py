@@ -92,7 +92,9 @@ class KeyedDatum:
         self.key, self.datum = key, datum
 
     def __repr__(self) -> str:
-        return f"key {self.key!r}, datum {short_repr(self.datum, 150)}"
+        keys = key_list(self.key)
+        shown = repr(keys[0]) if len(keys) == 1 else repr(keys)
+        return f"key {shown}, datum {short_repr(self.datum, 150)}"
 
 
 class KeyClock:
