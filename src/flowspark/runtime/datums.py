@@ -20,8 +20,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from flowspark.api.udf.times import as_utc
-from flowspark.api.udf.types import DROP, Datum, StreamMessage
+from flowspark.api.udf.types import DROP, Datum
 from flowspark.runtime.errors import short_repr, step_failure
+from flowspark.runtime.messages import message_parts
 from flowspark.runtime.udf_keyed import routing_key
 from flowspark.runtime.udf_run import run_map_stream
 
@@ -213,36 +214,21 @@ def _keys_of(datum: Datum) -> list[str]:
 
 def _inherit(message: Any, parent: Datum, index: int) -> Datum | None:
     """A map-stream message as the next datum: the parent's times and headers."""
-    if message.__class__ is StreamMessage:  # ours: its fields were checked when it was made
-        keys, value, tags = list(message._keys), message._value, message._tags
-    else:
-        try:
-            keys, value, tags = list(message.keys or ()), message.value, message.tags
-        except AttributeError:
-            raise TypeError(
-                "a map-stream handler must yield Message objects; got "
-                f"{short_repr(message, 80)}"
-            ) from None
-        if not isinstance(value, bytes):
-            value = _as_bytes(value)
-    if tags:
-        if DROP in tags:
-            return None
-        tags = list(tags)
-    else:
-        tags = []
-    datum = _new_datum(Datum)
-    datum._keys = keys
-    datum._value = value
-    datum._event_time = parent._event_time
-    datum._watermark = parent._watermark
-    datum._headers = parent._headers
-    datum._id = f"{parent._id}-{index}"
-    datum._tags = tags
-    return datum
-
-
-_new_datum = object.__new__
+    parts = message_parts(message, "a map-stream handler must yield Message objects")
+    if parts is None:
+        return None
+    keys, value, tags = parts
+    if not isinstance(value, bytes):
+        value = _as_bytes(value)
+    return Datum._make(
+        keys,
+        value,
+        parent._event_time,
+        parent._watermark,
+        parent._headers,
+        f"{parent._id}-{index}",
+        tags,
+    )
 
 
 class MapStreamRunner:

@@ -44,9 +44,10 @@ from datetime import timedelta
 from typing import Any
 
 from flowspark.api.udf.times import to_ms, utc_from_ms
-from flowspark.api.udf.types import DROP, AccumulatorMessage, Datum, IntervalWindow, Metadata
+from flowspark.api.udf.types import AccumulatorMessage, Datum, IntervalWindow, Metadata
 from flowspark.runtime.codec import decode_items, encode_items
 from flowspark.runtime.errors import RemoteStepFailure, short_repr, step_failure
+from flowspark.runtime.messages import message_parts
 from flowspark.runtime.stateful import KeyedLogic, Outcome
 from flowspark.runtime.udf_run import HandlerRun
 from flowspark.runtime.windowing import EOF_MS, MAX_MS, MIN_MS, SlidingWindower
@@ -258,16 +259,8 @@ class _UdfLogic(KeyedLogic):
         return getattr(self.factory, "handler", self.factory)
 
 
-def _is_dropped(message: Any) -> bool:
-    tags = getattr(message, "tags", None)
-    return bool(tags) and DROP in tags
-
-
-def _check_message(message: Any) -> None:
-    if not hasattr(message, "value"):
-        raise TypeError(
-            f"a handler must put Message objects on its output; got {short_repr(message, 80)}"
-        )
+# What a handler that puts something else than a message is told.
+_NOT_A_MESSAGE = "a handler must put Message objects on its output"
 
 
 class AccumulateLogic(_UdfLogic):
@@ -371,35 +364,33 @@ class AccumulateLogic(_UdfLogic):
         base = run.emitted - len(messages)
         prefix = f"{self.step_id}-{':'.join(key_list(key))}-{stream}"
         for i, message in enumerate(messages):
-            if message.__class__ is AccumulatorMessage:  # ours: fields already checked
-                if message._tags and DROP in message._tags:
-                    continue
+            parts = message_parts(message, _NOT_A_MESSAGE)
+            if parts is None:
+                continue
+            keys, value, tags = parts
+            message_id = getattr(message, "id", None) or f"{prefix}-{base + i}"
+            if message.__class__ is AccumulatorMessage:  # ours: times already UTCDateTime
                 out.append(
                     Datum._make(
-                        list(message._keys),
-                        message._value,
+                        keys,
+                        value,
                         message._event_time or wm,
                         message._watermark or wm,
                         dict(message._headers),
-                        message._id or f"{prefix}-{base + i}",
-                        list(message._tags),
+                        message_id,
+                        tags,
                     )
                 )
                 continue
-            _check_message(message)
-            if _is_dropped(message):
-                continue
-            event_time = getattr(message, "event_time", None) or wm
-            watermark = getattr(message, "watermark", None) or wm
             out.append(
                 Datum(
-                    list(message.keys or []),
-                    message.value,
-                    event_time,
-                    watermark,
+                    keys,
+                    value,
+                    getattr(message, "event_time", None) or wm,
+                    getattr(message, "watermark", None) or wm,
                     getattr(message, "headers", None),
-                    id=getattr(message, "id", None) or f"{prefix}-{base + i}",
-                    tags=list(message.tags or []),
+                    id=message_id,
+                    tags=tags,
                 )
             )
         return out
@@ -535,20 +526,11 @@ class ReduceStreamLogic(_UdfLogic):
         prefix = f"{self.step_id}-{window[0]}-{window[1]}-{':'.join(key_list(key))}"
         out = []
         for i, message in enumerate(messages):
-            _check_message(message)
-            if _is_dropped(message):
+            parts = message_parts(message, _NOT_A_MESSAGE)
+            if parts is None:
                 continue
-            out.append(
-                Datum(
-                    list(message.keys or []),
-                    message.value,
-                    at,
-                    at,
-                    None,
-                    id=f"{prefix}-{base + i}",
-                    tags=list(message.tags or []),
-                )
-            )
+            keys, value, tags = parts
+            out.append(Datum(keys, value, at, at, None, id=f"{prefix}-{base + i}", tags=tags))
         return out
 
 
