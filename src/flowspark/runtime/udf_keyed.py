@@ -161,18 +161,28 @@ class _UdfLogic(KeyedLogic):
         self.force_rebuild = force_rebuild
         self.run_id = uuid.uuid4().hex  # one per run: a new run never finds old handlers
 
+    def _event_times(self, key: str, values: list[Any]) -> list[int]:
+        """The datums' event times in ms (computed once per batch)."""
+        times = []
+        for datum in values:
+            try:
+                times.append(to_ms(datum._event_time))
+            except Exception as exc:
+                item = KeyedDatum(key, datum)
+                raise step_failure(self.step_id, "event time", item, exc) from None
+        return times
+
     def _advance(
         self,
-        key: str,
         clock_state: Any,
         latest: Any,
-        values: list[Any],
+        times: list[int],
         now: int,
         origins: list[tuple[int, int]] | None,
     ) -> tuple[Any, Any]:
-        """The key's clock and latest event time after this batch's datums.
+        """The key's clock and latest event time after a batch whose datums have ``times``.
 
-        ``origins`` says which upstream partition sent which run of ``values``
+        ``origins`` says which upstream partition sent which run of them
         (``[(upstream, count), ...]``; ``None``: all from one). Every datum of a
         batch carries the watermark from before the batch (as a Numaflow datum
         carries the watermark fetched when it was read), so the order in which
@@ -181,18 +191,11 @@ class _UdfLogic(KeyedLogic):
         """
         per_upstream: dict[int, int] = {}
         pos = 0
-        for upstream, count in origins if origins is not None else [(0, len(values))]:
-            top = per_upstream.get(upstream, MIN_MS)
-            for datum in values[pos : pos + count]:
-                try:
-                    t = to_ms(datum._event_time)
-                except Exception as exc:
-                    item = KeyedDatum(key, datum)
-                    raise step_failure(self.step_id, "event time", item, exc) from None
-                if t > top:
-                    top = t
+        for upstream, count in origins if origins is not None else [(0, len(times))]:
+            top = max(times[pos : pos + count], default=MIN_MS)
             pos += count
-            per_upstream[upstream] = top
+            if top > per_upstream.get(upstream, MIN_MS):
+                per_upstream[upstream] = top
             if latest is None or top > latest:
                 latest = top
         return self.clock.advance(clock_state, per_upstream, now), latest
@@ -311,7 +314,8 @@ class AccumulateLogic(_UdfLogic):
             handle = (self._open(key, None).gen, 0)
             streams += 1
             wal.clear()
-        clock_state, latest = self._advance(key, clock_state, latest, values, now, origins)
+        times = self._event_times(key, values)
+        clock_state, latest = self._advance(clock_state, latest, times, now, origins)
         shown = _utc(wm)
         feed = [_rewatermark(datum, shown) for datum in values]
         run = self._attach(key, None, handle, lambda: _decoded(wal.read()))
@@ -456,9 +460,9 @@ class ReduceStreamLogic(_UdfLogic):
         feeds: dict[tuple[int, int], list[Any]] = {}
         late: list[Any] = []
         shown = _utc(wm)
-        clock_state, _ = self._advance(key, clock_state, None, values, now, origins)
-        for datum in values:
-            t = to_ms(datum._event_time)
+        times = self._event_times(key, values)
+        clock_state, _ = self._advance(clock_state, None, times, now, origins)
+        for datum, t in zip(values, times):
             fed = None
             for window in self.windower.windows_for(t):
                 if window[1] <= closed_before:
