@@ -429,10 +429,13 @@ def _server_kind(handler: Any) -> str | None:
 def _map_kind(handler: Any) -> str:
     """``"map"`` for a (non-stream) ``Mapper`` instance (ours or pynumaflow's) or a map
     server, else ``"map_stream"``."""
+    from flowspark.api.udf.handlers import Mapper
+    from flowspark.api.udf.servers import derives_from
+
     kind = _server_kind(handler)
     if kind is not None:
         return kind
-    return "map" if any(k.__name__ == "Mapper" for k in type(handler).__mro__[1:]) else "map_stream"
+    return "map" if derives_from(type(handler), Mapper) else "map_stream"
 
 
 def _reduce_factory(handler: Any, init_args: Any, init_kwargs: Any) -> Any:
@@ -440,16 +443,16 @@ def _reduce_factory(handler: Any, init_args: Any, init_kwargs: Any) -> Any:
     wrapped so that its returned ``Messages`` are put at the window's close."""
     import inspect
 
-    from flowspark.api.udf.servers import handler_factory
+    from flowspark.api.udf.handlers import Reducer
+    from flowspark.api.udf.servers import derives_from, handler_factory
 
     kind = _server_kind(handler)
     if kind is not None:
         is_reducer = kind == "reduce"
     else:
-        is_reducer = (
-            isinstance(handler, type)
-            and any(k.__name__ == "Reducer" for k in handler.__mro__[1:])
-        ) or (inspect.isfunction(handler) and len(inspect.signature(handler).parameters) == 3)
+        is_reducer = (isinstance(handler, type) and derives_from(handler, Reducer)) or (
+            inspect.isfunction(handler) and len(inspect.signature(handler).parameters) == 3
+        )
     if is_reducer:
         return _ReducerAsStream(handler_factory(handler, "reduce", tuple(init_args), init_kwargs))
     return handler_factory(handler, "reduce_stream", tuple(init_args), init_kwargs)

@@ -36,6 +36,7 @@ __all__ = [
     "MapAsyncServer",
     "ReduceAsyncServer",
     "handler_factory",
+    "derives_from",
     "UDF_KINDS",
     "MAX_MESSAGE_SIZE",
     "MAX_NUM_THREADS",
@@ -69,7 +70,7 @@ UDF_KINDS: dict[str, type] = {
 _PER_KEY_KINDS = frozenset({"reduce_stream", "accumulate", "reduce"})
 
 
-def _derives_from(cls: type, base: type) -> bool:
+def derives_from(cls: type, base: type) -> bool:
     """Whether ``cls`` subclasses ``base`` or pynumaflow's ABC of the same name."""
     if issubclass(cls, base):
         return True
@@ -121,7 +122,7 @@ def _per_key_factory(
         if init_args or init_kwargs:
             raise TypeError("Cannot pass function handler with init args or kwargs")
         return _SharedHandler(handler)
-    if isinstance(handler, type) and _derives_from(handler, base):
+    if isinstance(handler, type) and derives_from(handler, base):
         return _HandlerPerInstance(handler, tuple(init_args), dict(init_kwargs))
     raise TypeError(
         f"Invalid Class Type {handler}: "
@@ -132,12 +133,12 @@ def _per_key_factory(
 def _shared_factory(handler: Any, base: type) -> Callable[[], Callable[..., Any]]:
     """A map-kind handler: an instance of ``base`` (its ``handler``) or any callable."""
     if isinstance(handler, type):
-        if _derives_from(handler, base):
+        if derives_from(handler, base):
             raise TypeError(
                 f"Invalid handler {handler}: pass an instance of the {base.__name__} "
                 f"subclass, not the class"
             )
-    elif _derives_from(type(handler), base):
+    elif derives_from(type(handler), base):
         return _SharedHandler(handler.handler)
     if not callable(handler):
         raise TypeError(
@@ -202,6 +203,24 @@ class NumaflowServer:
             ("grpc.max_receive_message_length", self.max_message_size),
         ]
 
+    def _per_key(
+        self,
+        handler: Any,
+        init_args: tuple[Any, ...],
+        init_kwargs: dict[str, Any] | None,
+        sock_path: str,
+        max_message_size: int,
+        max_threads: int,
+        server_info_file: str,
+        shutdown_callback: Callable[..., Any] | None,
+    ) -> None:
+        """Set up a server whose handler is a function or a class built per key."""
+        self.init_args = init_args
+        self.init_kwargs = init_kwargs or {}
+        self.make_handler = handler_factory(handler, self.kind, init_args, self.init_kwargs)
+        self._set_options(sock_path, max_message_size, max_threads, server_info_file)
+        self.shutdown_callback = shutdown_callback
+
     def start(self) -> None:
         """Run the UDF with flowspark's engine (instead of serving gRPC)."""
         from flowspark.engine.udf_serve import serve
@@ -249,15 +268,11 @@ class ReduceStreamAsyncServer(NumaflowServer):
         server_info_file: str = REDUCE_STREAM_SERVER_INFO_FILE_PATH,
         shutdown_callback: Callable[..., Any] | None = None,
     ) -> None:
-        init_kwargs = init_kwargs or {}
-        self.make_handler = handler_factory(
-            reduce_stream_instance, self.kind, init_args, init_kwargs
-        )
         self.reduce_stream_handler = reduce_stream_instance
-        self.init_args = init_args
-        self.init_kwargs = init_kwargs
-        self._set_options(sock_path, max_message_size, max_threads, server_info_file)
-        self.shutdown_callback = shutdown_callback
+        self._per_key(
+            reduce_stream_instance, init_args, init_kwargs,
+            sock_path, max_message_size, max_threads, server_info_file, shutdown_callback,
+        )  # fmt: skip
 
 
 class AccumulatorAsyncServer(NumaflowServer):
@@ -277,13 +292,11 @@ class AccumulatorAsyncServer(NumaflowServer):
         server_info_file: str = ACCUMULATOR_SERVER_INFO_FILE_PATH,
         shutdown_callback: Callable[..., Any] | None = None,
     ) -> None:
-        init_kwargs = init_kwargs or {}
-        self.make_handler = handler_factory(accumulator_instance, self.kind, init_args, init_kwargs)
         self.accumulator_handler = accumulator_instance
-        self.init_args = init_args
-        self.init_kwargs = init_kwargs
-        self._set_options(sock_path, max_message_size, max_threads, server_info_file)
-        self.shutdown_callback = shutdown_callback
+        self._per_key(
+            accumulator_instance, init_args, init_kwargs,
+            sock_path, max_message_size, max_threads, server_info_file, shutdown_callback,
+        )  # fmt: skip
 
 
 class MapServer(NumaflowServer):
@@ -338,10 +351,8 @@ class ReduceAsyncServer(NumaflowServer):
         server_info_file: str = REDUCE_SERVER_INFO_FILE_PATH,
         shutdown_callback: Callable[..., Any] | None = None,
     ) -> None:
-        init_kwargs = init_kwargs or {}
-        self.make_handler = handler_factory(reducer_instance, self.kind, init_args, init_kwargs)
         self.reducer_handler = reducer_instance
-        self.init_args = init_args
-        self.init_kwargs = init_kwargs
-        self._set_options(sock_path, max_message_size, max_threads, server_info_file)
-        self.shutdown_callback = shutdown_callback
+        self._per_key(
+            reducer_instance, init_args, init_kwargs,
+            sock_path, max_message_size, max_threads, server_info_file, shutdown_callback,
+        )  # fmt: skip
