@@ -80,16 +80,13 @@ class LevelProcessor(StatefulProcessor):
         decoded = [(order, decode_items(chunk)) for order, chunk in chunks]
         values = [v for _, items in decoded for v in items]
         logic = self.logics[port]
+        extra: tuple[Any, ...] = ()
         if getattr(logic, "uses_wal", False):
-            wal = self.wal
-            # Which upstream partition (the high half of a chunk's order) sent what.
-            origins = [(order >> 32, len(items)) for order, items in decoded]
-            call = lambda state: logic.on_values(  # noqa: E731
-                user_key, state, values, now, wal, origins
-            )
-        else:
-            call = lambda state: logic.on_values(user_key, state, values, now)  # noqa: E731
-        yield from self._step(port, call, now)
+            # Its WAL, and which upstream partition (a chunk order's high half) sent what.
+            extra = (self.wal, [(order >> 32, len(items)) for order, items in decoded])
+        yield from self._step(
+            port, lambda state: logic.on_values(user_key, state, values, now, *extra), now
+        )
 
     def handleExpiredTimer(
         self, key: Any, timerValues: Any, expiredTimerInfo: Any
@@ -101,12 +98,10 @@ class LevelProcessor(StatefulProcessor):
         port = int(port_text)
         now = timerValues.getCurrentWatermarkInMs()
         logic = self.logics[port]
-        if getattr(logic, "uses_wal", False):
-            wal = self.wal
-            call = lambda state: logic.on_timer(user_key, state, now, wal)  # noqa: E731
-        else:
-            call = lambda state: logic.on_timer(user_key, state, now)  # noqa: E731
-        yield from self._step(port, call, now, fired=True)
+        extra = (self.wal,) if getattr(logic, "uses_wal", False) else ()
+        yield from self._step(
+            port, lambda state: logic.on_timer(user_key, state, now, *extra), now, fired=True
+        )
 
     def close(self) -> None:
         pass

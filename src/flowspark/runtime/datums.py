@@ -64,12 +64,6 @@ def _is_plain(item: Any) -> bool:
     return isinstance(item, (bytes, str))
 
 
-def _is_datum_like(item: Any) -> bool:
-    return isinstance(item, Datum) or _is_plain(item) or (
-        hasattr(item, "value") and hasattr(item, "event_time") and hasattr(item, "keys")
-    )
-
-
 def _default_keys(item: Any) -> list[str]:
     if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
         return [item[0]]
@@ -250,11 +244,14 @@ class MapStreamRunner:
     def run_chunk(self, items: Sequence[Any]) -> list[Any]:
         """Datums in, the datums of every message out (``DROP``-tagged ones removed)."""
         what = f"map_stream {self.step_id!r}"
-        try:
-            datums = [item if isinstance(item, Datum) else as_datum(item, what) for item in items]
-        except TypeError as exc:
-            bad = next(i for i in items if not _is_datum_like(i))
-            raise step_failure(self.step_id, "datum input", bad, exc) from None
+        datums = []
+        for item in items:
+            if not isinstance(item, Datum):
+                try:
+                    item = as_datum(item, what)
+                except TypeError as exc:
+                    raise step_failure(self.step_id, "datum input", item, exc) from None
+            datums.append(item)
         return run_map_stream(
             self.step_id, self.handler, datums, self.concurrency, _keys_of, _inherit
         )
