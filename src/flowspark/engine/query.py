@@ -189,11 +189,12 @@ def run_flow(flow: Dataflow, config: RunConfig | None = None) -> RunReport:
     spark = get_session(config.master, config.verbose)
     parallelism = session_parallelism()
     per_batch = config.epoch_interval is not None and config.epoch_interval <= timedelta(0)
+    key_partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
 
     with _run_directory(config) as (scratch, checkpoint):
         frames = []
         for i in plan.inputs:
-            program = cloudpickle.dumps(StageProgram.for_level(plan, 0, [i]))
+            program = cloudpickle.dumps(StageProgram.for_level(plan, 0, [i], key_partitions))
             spec = SourceSpec(
                 input=plan.step(i).args["input"],
                 entry=i,
@@ -203,6 +204,7 @@ def run_flow(flow: Dataflow, config: RunConfig | None = None) -> RunReport:
                 spread=parallelism,
                 stateful=plan.stateful,
                 tick_ms=_tick_ms(config) if plan.stateful and not config.bounded else None,
+                sole_input=len(plan.inputs) == 1,
             )
             path = scratch / f"input-{i}.spec"
             path.write_bytes(_pickle_spec(spec, scratch if _local(spark) else None))
@@ -213,11 +215,15 @@ def run_flow(flow: Dataflow, config: RunConfig | None = None) -> RunReport:
         first_keyed = True
         for level in range(1, plan.top_level + 1):
             entries = plan.entries(level)
-            program = cloudpickle.dumps(StageProgram.for_level(plan, level, entries))
+            program = cloudpickle.dumps(
+                StageProgram.for_level(plan, level, entries, key_partitions)
+            )
             keyed = [i for i in entries if plan.step(i).kind in STATEFUL_KINDS]
             if keyed:
-                logics = cloudpickle.dumps({i: logic_for(plan.step(i)) for i in keyed})
-                processor = LevelProcessor(program, logics, parallelism)
+                level_logics = {i: logic_for(plan.step(i)) for i in keyed}
+                uses_wal = any(getattr(lg, "uses_wal", False) for lg in level_logics.values())
+                logics = cloudpickle.dumps(level_logics)
+                processor = LevelProcessor(program, logics, parallelism, uses_wal)
                 df = keyed_level(df, processor, first_keyed)
                 first_keyed = False
             else:

@@ -30,7 +30,13 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from flowspark.inputs import DynamicInput, Input, PartitionedInput, SeekableInput, Split
-from flowspark.runtime.codec import MARKER_PORT, ROW_SCHEMA, decode_items, encode_items
+from flowspark.runtime.codec import (
+    MARKER_PORT,
+    ROW_SCHEMA,
+    WHOLE_INPUT_MS,
+    decode_items,
+    encode_items,
+)
 from flowspark.runtime.windowing import EOF_MS
 
 __all__ = ["FlowsparkSource", "SourceSpec"]
@@ -53,6 +59,7 @@ class SourceSpec:
     spread: int  # pieces per chunk bound for an exchange
     stateful: bool = False  # the flow keeps keyed state: announce the end, tick the clock
     tick_ms: int | None = None  # unbounded stateful runs: a clock tick at least this often
+    sole_input: bool = False  # the flow has no other input: this input's end is the flow's
 
 
 class _MarkerSplit(Split):
@@ -258,6 +265,7 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self.spread = spec.spread
         self.stateful = spec.stateful
         self.tick_ms = spec.tick_ms
+        self.sole_input = spec.sole_input
         self._offsets: Any = None
 
     # -- planning process (driver side) ----------------------------------------
@@ -294,6 +302,10 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         ending = self.stateful and getattr(self, "_available_now", False)
         if data != start["data"]:
             if ending and manager.latest(data) == data:
+                if self.sole_input and start["t"] == 0:
+                    # The whole input in the first batch of a fresh run: keyed steps
+                    # close everything within it (rows carry WHOLE_INPUT_MS).
+                    return {"data": data, "t": now, "eof": True, "whole": True}
                 # The last data: the same batch announces the end, so every timer
                 # fires in the batch right after (one batch sooner).
                 return {"data": data, "t": max(now, start["t"]), "eof": True}
@@ -308,12 +320,12 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         return start
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        ts = end["t"]
+        ts = WHOLE_INPUT_MS if end.get("whole") else end["t"]
         parts = [
             InputPartition((split, ts))
             for split in self._manager().splits(start["data"], end["data"])
         ]
-        if end.get("eof") and not start.get("eof"):
+        if end.get("eof") and not start.get("eof") and not end.get("whole"):
             parts.append(InputPartition((_MarkerSplit(), EOF_MS)))
         elif not parts and self.stateful:
             parts.append(InputPartition((_MarkerSplit(), ts)))

@@ -10,8 +10,13 @@ time the logic asked for. The downstream stateless steps of the level run right
 there on what the logic emitted.
 
 Time: every row carries its micro-batch's start time (``ts``); Spark's watermark
-is therefore flowspark's system clock, and timers are system-time deadlines. The
-end of a bounded input moves it to ``EOF_MS`` so every timer fires.
+(``WATERMARK_LAG_MS`` behind the newest row) is therefore flowspark's system
+clock, and timers are system-time deadlines. The end of a bounded input moves it
+to ``EOF_MS`` so every timer fires, in the batch after the last data. When a
+fresh bounded run reads its whole input in one batch, rows carry
+``WHOLE_INPUT_MS`` instead: each key's values are handled at the batch's time
+and everything closes right there, without state or timers; the watermark stays
+put, so Spark runs no further batch.
 """
 
 from __future__ import annotations
@@ -26,17 +31,24 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from flowspark.runtime.codec import (
+    BUCKET_SEPARATOR,
     KEY_SEPARATOR,
     LATE_COUNT_PORT,
     STDOUT_PORT,
+    WHOLE_INPUT_MS,
     decode_items,
     decode_ordered,
 )
-from flowspark.runtime.windowing import from_ms, to_ms
+from flowspark.runtime.stateful import Outcome
+from flowspark.runtime.windowing import EOF_MS, from_ms, to_ms
 
 __all__ = ["LevelProcessor", "keyed_level"]
 
 _BLOB = StructType([StructField("blob", BinaryType())])
+_WHOLE_INPUT_TS = from_ms(WHOLE_INPUT_MS)
+# Spark's watermark trails the newest row time by this much, so rows at
+# WHOLE_INPUT_MS leave it at its start (0); timers are registered this much early.
+WATERMARK_LAG_MS = WHOLE_INPUT_MS
 
 
 def _ms(ts: datetime) -> int:
@@ -44,25 +56,39 @@ def _ms(ts: datetime) -> int:
     return to_ms(ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC))
 
 
+def _on_driver(handle: StatefulProcessorHandle) -> bool:
+    """Whether ``init`` runs in the driver's schema-collecting pass (a fresh
+    process on every query start), which needs nothing but the state declared."""
+    from pyspark.sql.streaming.stateful_processor_api_client import (
+        StatefulProcessorHandleState,
+    )
+
+    client = getattr(handle, "stateful_processor_api_client", None)
+    return getattr(client, "handle_state", None) == StatefulProcessorHandleState.PRE_INIT
+
+
 class LevelProcessor(StatefulProcessor):
     """The processor of one level: every keyed step of the level, by port."""
 
-    def __init__(self, program: bytes, logics: bytes, spread: int) -> None:
+    def __init__(self, program: bytes, logics: bytes, spread: int, uses_wal: bool) -> None:
         self.program_bytes = program
         self.logics_bytes = logics
         self.spread = spread
+        self.uses_wal = uses_wal
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        from flowspark.runtime.task import task_context
-
         self.handle = handle
         self.state = handle.getValueState("flowspark", _BLOB)
+        self.wal = _ListStateWal(handle.getListState("wal", _BLOB)) if self.uses_wal else None
+        if _on_driver(handle):
+            return  # Spark only collects the state's schemas there
+        from flowspark.runtime.task import task_context, tune_gc
+
+        tune_gc()
         self.program = pickle.loads(self.program_bytes)
         self.logics = pickle.loads(self.logics_bytes)
         self.ctx = task_context()
         self.emitted_chunks = 0
-        uses_wal = any(getattr(logic, "uses_wal", False) for logic in self.logics.values())
-        self.wal = _ListStateWal(handle.getListState("wal", _BLOB)) if uses_wal else None
 
     # -- Spark hooks -------------------------------------------------------------
 
@@ -73,17 +99,17 @@ class LevelProcessor(StatefulProcessor):
         if composite is None:
             yield from self._pass_through(rows, now)
             return
+        if KEY_SEPARATOR not in composite:  # a partition's keys: the whole input is here
+            yield from self._whole_input(composite, rows, timerValues)
+            return
         port_text, user_key = composite.split(KEY_SEPARATOR, 1)
         port = int(port_text)
         # Back in arrival order: the shuffle may deliver upstream chunks in any order.
         chunks = sorted(decode_ordered(r.data) for r in rows)
         decoded = [(order, decode_items(chunk)) for order, chunk in chunks]
-        values = [v for _, items in decoded for v in items]
         logic = self.logics[port]
-        extra: tuple[Any, ...] = ()
-        if getattr(logic, "uses_wal", False):
-            # Its WAL, and which upstream partition (a chunk order's high half) sent what.
-            extra = (self.wal, [(order >> 32, len(items)) for order, items in decoded])
+        values = _values(decoded)
+        extra = (self.wal, _origins(decoded)) if getattr(logic, "uses_wal", False) else ()
         yield from self._step(
             port, lambda state: logic.on_values(user_key, state, values, now, *extra), now
         )
@@ -96,7 +122,7 @@ class LevelProcessor(StatefulProcessor):
             return
         port_text, user_key = composite.split(KEY_SEPARATOR, 1)
         port = int(port_text)
-        now = timerValues.getCurrentWatermarkInMs()
+        now = timerValues.getCurrentWatermarkInMs() + WATERMARK_LAG_MS
         logic = self.logics[port]
         extra = (self.wal,) if getattr(logic, "uses_wal", False) else ()
         yield from self._step(
@@ -109,24 +135,44 @@ class LevelProcessor(StatefulProcessor):
     # -- helpers -------------------------------------------------------------------
 
     def _step(self, port: int, call: Any, now: int, fired: bool = False) -> Iterator[Row]:
+        """Run ``call(state)`` for one key, store what it returns, emit its output."""
         from flowspark.runtime.task import capture_stdout
 
         stored = self.state.get()  # None when the key has no state: one round trip
         state, wake = pickle.loads(stored[0]) if stored else (None, None)
         with capture_stdout() as captured:
             outcome = call(state)
-        if outcome.state is None:
-            self.state.clear()
-        else:
-            self.state.update((pickle.dumps((outcome.state, outcome.wake), protocol=5),))
-        if wake != outcome.wake:
-            if wake is not None and not fired:
-                self.handle.deleteTimer(wake)
-            if outcome.wake is not None:
-                self.handle.registerTimer(outcome.wake)
-        elif fired and outcome.wake is not None:
-            self.handle.registerTimer(outcome.wake)
-        text = captured.take()
+        self._store(outcome, wake, fired)
+        yield from self._emit(port, outcome, now, captured.take())
+
+    def _whole_input(self, composite: str, rows: list[Row], timer_values: Any) -> Iterator[Row]:
+        """A partition's keys when the batch holds the whole input: each key's values
+        are handled at the batch's time, then everything closes. No state is read
+        or kept, and the rows emitted carry ``WHOLE_INPUT_MS`` on downstream."""
+        from flowspark.runtime.task import capture_stdout
+
+        port = int(composite.split(BUCKET_SEPARATOR, 1)[0])
+        logic = self.logics[port]
+        uses_wal = getattr(logic, "uses_wal", False)
+        now = timer_values.getCurrentProcessingTimeInMs()
+        by_key: dict[str, list[tuple[int, Any]]] = {}
+        for order, payload in sorted(decode_ordered(r.data) for r in rows):
+            for user_key, data in pickle.loads(payload):
+                by_key.setdefault(user_key, []).append((order, decode_items(data)))
+        total = Outcome(None)
+        with capture_stdout() as captured:
+            # In key order, as Spark hands keys over when they travel one by one.
+            for user_key, decoded in sorted(by_key.items()):
+                extra = (_MemoryWal(), _origins(decoded)) if uses_wal else ()
+                placed = logic.on_values(user_key, None, _values(decoded), now, *extra)
+                ended = logic.on_timer(user_key, placed.state, EOF_MS, *extra[:1])
+                for outcome in (placed, ended):
+                    total.emitted += outcome.emitted
+                    total.late += outcome.late
+        yield from self._emit(port, total, WHOLE_INPUT_MS, captured.take())
+
+    def _emit(self, port: int, outcome: Outcome, now: int, text: bytes) -> Iterator[Row]:
+        """Rows for what a keyed step printed, its late count and its output (at ``now``)."""
         ts = from_ms(now)
         if text:
             yield Row(port=STDOUT_PORT, key=None, data=text, ts=ts)
@@ -135,6 +181,20 @@ class LevelProcessor(StatefulProcessor):
             yield Row(port=LATE_COUNT_PORT, key=step_id, data=b"%d" % len(outcome.late), ts=ts)
         if outcome.emitted or outcome.late:
             yield from self._run(port, (outcome.emitted, outcome.late), ts)
+
+    def _store(self, outcome: Outcome, wake: int | None, fired: bool) -> None:
+        """Write the key's new state; move its timer if the wake time changed."""
+        if outcome.state is None:
+            self.state.clear()
+        else:
+            self.state.update((pickle.dumps((outcome.state, outcome.wake), protocol=5),))
+        if wake != outcome.wake:
+            if wake is not None and not fired:
+                self.handle.deleteTimer(wake - WATERMARK_LAG_MS)
+            if outcome.wake is not None:
+                self.handle.registerTimer(outcome.wake - WATERMARK_LAG_MS)
+        elif fired and outcome.wake is not None:
+            self.handle.registerTimer(outcome.wake - WATERMARK_LAG_MS)
 
     def _run(self, entry: int, outputs: Any, ts: datetime, items: Any = ()) -> Iterator[Row]:
         from flowspark.runtime.task import capture_stdout, leaving_rows
@@ -146,7 +206,10 @@ class LevelProcessor(StatefulProcessor):
             yield Row(port=STDOUT_PORT, key=None, data=text, ts=ts)
         self.emitted_chunks += 1
         order = (self.ctx.worker << 32) + self.emitted_chunks
-        for port, row_key, data in leaving_rows(self.program, leaving, self.spread, order):
+        whole = ts == _WHOLE_INPUT_TS
+        for port, row_key, data in leaving_rows(
+            self.program, leaving, self.spread, order, whole=whole
+        ):
             yield Row(port=port, key=row_key, data=data, ts=ts)
 
     def _pass_through(self, rows: list[Row], now: int) -> Iterator[Row]:
@@ -157,6 +220,35 @@ class LevelProcessor(StatefulProcessor):
                 yield from self._run(r.port, None, ts, decode_items(r.data))
             else:
                 yield Row(port=r.port, key=None, data=r.data, ts=r.ts)
+
+
+def _values(decoded: list[tuple[int, Any]]) -> list[Any]:
+    """A key's values from its decoded upstream chunks (in arrival order)."""
+    return [v for _, items in decoded for v in items]
+
+
+def _origins(decoded: list[tuple[int, Any]]) -> list[tuple[int, int]]:
+    """Which upstream partition (a chunk order's high half) sent how many values."""
+    return [(order >> 32, len(items)) for order, items in decoded]
+
+
+class _MemoryWal:
+    """A write-ahead log that lives for one call (the whole input in one batch)."""
+
+    def __init__(self) -> None:
+        self.entries: list[Any] = []
+
+    def read(self) -> list[Any]:
+        return list(self.entries)
+
+    def append(self, entry: Any) -> None:
+        self.entries.append(entry)
+
+    def write(self, entries: list[Any]) -> None:
+        self.entries = list(entries)
+
+    def clear(self) -> None:
+        self.entries = []
 
 
 class _ListStateWal:
@@ -186,7 +278,7 @@ def keyed_level(df: Any, processor: LevelProcessor, first: bool) -> Any:
     from flowspark.runtime.codec import ROW_SCHEMA
 
     if first:
-        df = df.withWatermark("ts", "0 seconds")
+        df = df.withWatermark("ts", f"{WATERMARK_LAG_MS} milliseconds")
     return df.groupBy("key").transformWithState(
         processor, ROW_SCHEMA, "Append", "EventTime", eventTimeColumnName="ts"
     )

@@ -40,6 +40,8 @@ __all__ = [
     "MARKER_PORT",
     "LATE_COUNT_PORT",
     "KEY_SEPARATOR",
+    "WHOLE_INPUT_MS",
+    "BUCKET_SEPARATOR",
     "encode_items",
     "encode_range",
     "decode_items",
@@ -58,6 +60,13 @@ MARKER_PORT = -2
 LATE_COUNT_PORT = -3
 # A keyed row's key column is f"{port}{KEY_SEPARATOR}{user key}".
 KEY_SEPARATOR = "\x1f"
+# ... or f"{port}{BUCKET_SEPARATOR}{n}" for all keys bound to one partition (rows of
+# a whole-input batch, see runtime/task.KeyedBuffer).
+BUCKET_SEPARATOR = "\x1e"
+# Rows of a bounded run whose whole input fits its first micro-batch carry this
+# time instead of the batch's: the input ends within that batch, so keyed steps
+# handle their values and close everything at once (no end-of-input batch).
+WHOLE_INPUT_MS = 1
 
 _RANGE = struct.Struct("<qqq")
 _ORDER = struct.Struct("<q")

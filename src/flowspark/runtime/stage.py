@@ -135,15 +135,23 @@ class StageProgram:
         nodes: dict[int, Node],
         orders: dict[int, list[int]],
         keyed: dict[int, tuple[str, Callable[[Any, Any], Any] | None]],
+        key_partitions: int = 1,
     ) -> None:
         self.nodes = nodes
         self.orders = orders
         # Stateful steps of later levels: port -> (step id, combiner or None).
         self.keyed = keyed
+        # How many partitions the keyed exchange after this level has (Spark's
+        # shuffle partitions): where a key's rows go, see runtime/partitioning.py.
+        self.key_partitions = key_partitions
 
     @classmethod
     def for_level(
-        cls, plan: Plan, level: int, entries: Sequence[int] | None = None
+        cls,
+        plan: Plan,
+        level: int,
+        entries: Sequence[int] | None = None,
+        key_partitions: int = 1,
     ) -> StageProgram:
         """Build the program of ``level``; ``entries`` are the steps rows deliver to."""
         members = [i for i, lv in enumerate(plan.levels) if lv == level]
@@ -177,7 +185,7 @@ class StageProgram:
             for child, _ in node.remote_children
             if plan.step(child).kind in STATEFUL_KINDS
         }
-        return cls(nodes, orders, keyed)
+        return cls(nodes, orders, keyed, key_partitions)
 
     def run(self, entry: int, items: Items, ctx: StageContext) -> list[tuple[int, Items]]:
         """Push ``items`` into step ``entry``; return ``(port, items)`` leaving this level.
