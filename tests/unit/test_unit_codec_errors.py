@@ -219,6 +219,34 @@ def test_tuples_with_utc_datetimes_travel_as_columns_and_round_trip_exactly():
     assert all(type(t) is tuple and back_dt.tzinfo is UTC for t, (_, back_dt, _) in zip(back, back))
 
 
+def test_nested_tuples_with_utc_datetimes_travel_as_columns_and_round_trip_exactly():
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2024, 1, 1, tzinfo=UTC)
+    # reduce_window(..., with_window=True) output: (key, ((start, end), value))
+    items = [(f"k{i % 7}", ((t0 + timedelta(seconds=i), t0 + timedelta(seconds=i + 10)), [i]))
+             for i in range(300)]  # fmt: skip
+    data = encode_items(items)
+    assert data[:1] == b"T"
+    back = decode_items(data)
+    assert back == items
+    assert all(type(item[1][0]) is tuple and item[1][0][1].tzinfo is UTC for item in back)
+
+
+def test_tuples_whose_nesting_differs_fall_back_to_pickle():
+    from datetime import UTC, datetime
+
+    t = datetime(2024, 1, 1, tzinfo=UTC)
+    base = [("k", ((t, t), 1))] * 99
+    for last in (("k", ((t, t, t), 1)), ("k", (t, 1)), ("k", 5), ("k", ((t, t), 1), 2)):
+        items = base + [last]
+        data = encode_items(items)
+        assert data[:1] == b"P"
+        assert decode_items(data) == items
+    empty = [((), t)] * 100
+    assert decode_items(encode_items(empty)) == empty
+
+
 def test_mixed_or_naive_datetime_tuples_fall_back_to_pickle():
     from datetime import UTC, datetime, timedelta, timezone
 

@@ -262,8 +262,18 @@ class WindowLogic(KeyedLogic):
 
     def _emit(self, key: str, window: tuple[int, int], value: Any) -> tuple[str, Any]:
         if self.with_window:
-            return (key, ((from_ms(window[0]), from_ms(window[1])), value))
+            return (key, (self._bounds(window), value))
         return (key, value)
+
+    def _bounds(self, window: tuple[int, int]) -> tuple[datetime, datetime]:
+        """A window's (start, end) as datetimes, shared by the keys that close it."""
+        cache = self.__dict__.setdefault("_bounds_cache", {})
+        bounds = cache.get(window)
+        if bounds is None:
+            if len(cache) >= 4096:
+                cache.clear()
+            bounds = cache[window] = (from_ms(window[0]), from_ms(window[1]))
+        return bounds
 
     def on_values(self, key: str, state: Any, values: list[Any], now: int) -> Outcome:
         if now >= EOF_MS:
