@@ -46,6 +46,8 @@ __all__ = ["LevelProcessor", "keyed_level"]
 
 _BLOB = StructType([StructField("blob", BinaryType())])
 _WHOLE_INPUT_TS = from_ms(WHOLE_INPUT_MS)
+# A whole-input partition's results leave in pieces of about this many items.
+_WHOLE_INPUT_FLUSH = 65536
 # Spark's watermark trails the newest row time by this much, so rows at
 # WHOLE_INPUT_MS leave it at its start (0); timers are registered this much early.
 WATERMARK_LAG_MS = WHOLE_INPUT_MS
@@ -155,21 +157,28 @@ class LevelProcessor(StatefulProcessor):
         logic = self.logics[port]
         uses_wal = getattr(logic, "uses_wal", False)
         now = timer_values.getCurrentProcessingTimeInMs()
-        by_key: dict[str, list[tuple[int, Any]]] = {}
+        # Values stay encoded until their key's turn: one key's values in memory at once.
+        by_key: dict[str, list[tuple[int, bytes]]] = {}
         for order, payload in sorted(decode_ordered(r.data) for r in rows):
             for user_key, data in pickle.loads(payload):
-                by_key.setdefault(user_key, []).append((order, decode_items(data)))
-        total = Outcome(None)
-        with capture_stdout() as captured:
-            # In key order, as Spark hands keys over when they travel one by one.
-            for user_key, decoded in sorted(by_key.items()):
-                extra = (_MemoryWal(), _origins(decoded)) if uses_wal else ()
+                by_key.setdefault(user_key, []).append((order, data))
+        total, text = Outcome(None), b""
+        # In key order, as Spark hands keys over when they travel one by one.
+        for user_key in sorted(by_key):
+            decoded = [(order, decode_items(data)) for order, data in by_key.pop(user_key)]
+            extra = (_MemoryWal(), _origins(decoded)) if uses_wal else ()
+            with capture_stdout() as captured:
                 placed = logic.on_values(user_key, None, _values(decoded), now, *extra)
                 ended = logic.on_timer(user_key, placed.state, EOF_MS, *extra[:1])
-                for outcome in (placed, ended):
-                    total.emitted += outcome.emitted
-                    total.late += outcome.late
-        yield from self._emit(port, total, WHOLE_INPUT_MS, captured.take())
+            text += captured.take()
+            for outcome in (placed, ended):
+                total.emitted += outcome.emitted
+                total.late += outcome.late
+            # What a key printed goes out with its results, in order, as keys one by one.
+            if text or len(total.emitted) + len(total.late) >= _WHOLE_INPUT_FLUSH:
+                yield from self._emit(port, total, WHOLE_INPUT_MS, text)
+                total, text = Outcome(None), b""
+        yield from self._emit(port, total, WHOLE_INPUT_MS, text)
 
     def _emit(self, port: int, outcome: Outcome, now: int, text: bytes) -> Iterator[Row]:
         """Rows for what a keyed step printed, its late count and its output (at ``now``)."""
