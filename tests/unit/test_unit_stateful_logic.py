@@ -659,6 +659,16 @@ def test_system_clock_keeps_arrival_order_and_everything_closes_at_eof():
     assert end.emitted == [("k", ["c", "a", "b", "d"])]
 
 
+def test_values_flushed_at_the_end_join_the_open_system_clock_window_at_wall_time():
+    # An upstream keyed step flushes its last results as the input ends: they belong
+    # to the window open at the system time, not to one at the end of time.
+    logic = collect(SystemClockConfig(), tumbling(60), with_window=True)
+    r = logic.on_values("k", None, ["a"], A + 1 * SEC)
+    end = logic.on_values_at_end("k", r.state, ["b"], A + 2 * SEC)
+    assert end.emitted == [("k", ((at(0), at(60)), ["a", "b"]))]
+    assert end.state is not None and end.state[1] == {} and end.wake is None
+
+
 def test_system_clock_is_never_late():
     logic = collect(SystemClockConfig(), tumbling(1))
     state = None

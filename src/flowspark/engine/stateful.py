@@ -112,9 +112,12 @@ class LevelProcessor(StatefulProcessor):
         logic = self.logics[port]
         values = _values(decoded)
         extra = (self.wal, _origins(decoded)) if getattr(logic, "uses_wal", False) else ()
-        yield from self._step(
-            port, lambda state: logic.on_values(user_key, state, values, now, *extra), now
-        )
+        if now >= EOF_MS:  # flushed by an upstream keyed step as the input ended
+            wall = timerValues.getCurrentProcessingTimeInMs()
+            call = lambda state: logic.on_values_at_end(user_key, state, values, wall, *extra)  # noqa: E731
+        else:
+            call = lambda state: logic.on_values(user_key, state, values, now, *extra)  # noqa: E731
+        yield from self._step(port, call, now)
 
     def handleExpiredTimer(
         self, key: Any, timerValues: Any, expiredTimerInfo: Any

@@ -102,6 +102,14 @@ class KeyedLogic:
         """Handle a timer (``now >= EOF_MS`` means the input ended)."""
         return Outcome(state)
 
+    def on_values_at_end(
+        self, key: str, state: Any, values: list[Any], wall: int, *extra: Any
+    ) -> Outcome:
+        """Values that arrive with the end of the input (flushed by an upstream keyed
+        step when it ended); ``wall`` is the system time. By default the logic's own
+        end-of-input rule: :meth:`on_values` at ``EOF_MS``."""
+        return self.on_values(key, state, values, EOF_MS, *extra)
+
     def _call(self, fn: Callable[..., Any], item: Any, *args: Any) -> Any:
         try:
             return fn(*args)
@@ -275,16 +283,20 @@ class WindowLogic(KeyedLogic):
             bounds = cache[window] = (from_ms(window[0]), from_ms(window[1]))
         return bounds
 
+    def on_values_at_end(
+        self, key: str, state: Any, values: list[Any], wall: int, *extra: Any
+    ) -> Outcome:
+        # Place them at the system time (system clock), or as if no time had passed
+        # since the key's last item (event clock), then close everything.
+        clock_state = state[0] if state is not None else None
+        at = wall if self.clock.system else _seen_at(clock_state, EOF_MS - 1)
+        placed = self.on_values(key, state, values, at)
+        closed = self.on_timer(key, placed.state, EOF_MS)
+        return Outcome(closed.state, placed.emitted + closed.emitted, placed.late, closed.wake)
+
     def on_values(self, key: str, state: Any, values: list[Any], now: int) -> Outcome:
-        if now >= EOF_MS:
-            # Values an upstream keyed step flushed at the end of the input: place them
-            # as if no time had passed since the key's last item, then close everything.
-            clock_state = state[0] if state is not None else None
-            placed = self.on_values(key, state, values, _seen_at(clock_state, EOF_MS - 1))
-            closed = self.on_timer(key, placed.state, now)
-            return Outcome(
-                closed.state, placed.emitted + closed.emitted, placed.late, closed.wake
-            )
+        if now >= EOF_MS:  # the end of the input with no system time known
+            return self.on_values_at_end(key, state, values, EOF_MS - 1)
         if not self.sessions and not self.clock.system and self.agg.kind != "collect_window":
             return self._on_values_fast(key, state, values, now)
         return self._on_values(key, state, values, now)
