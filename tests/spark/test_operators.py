@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from datetime import timedelta
 
 from flowspark.dataflow import Dataflow
@@ -146,4 +147,9 @@ def test_run_main_is_reusable_without_leaking_threads():
     before = threading.active_count()
     for _ in range(3):
         assert _run(lambda flow: flow.map(lambda x: x + 1), range(3)) == [1, 2, 3]
+    # A leaked thread stays; one that is just finishing (a closed py4j connection's
+    # reader) is gone a moment later.
+    deadline = time.monotonic() + 5
+    while threading.active_count() > before and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert threading.active_count() <= before

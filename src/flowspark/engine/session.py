@@ -15,6 +15,7 @@ import re
 import socket
 import sys
 import threading
+import time
 from importlib import resources
 from typing import Any
 
@@ -142,6 +143,7 @@ def close_callback_connections(keep: set[Any]) -> None:
     Python; a finished query's thread is gone but its Python side would wait
     forever. Closing it ends that thread, so repeated runs leak nothing.
     """
+    closing = []
     for connection in callback_connections() - keep:
         sock = getattr(connection, "socket", None)
         if sock is None:
@@ -149,3 +151,8 @@ def close_callback_connections(keep: set[Any]) -> None:
         # Its reader thread sees end-of-stream and closes the connection itself.
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
+            closing.append(sock)
+    # Give those threads a moment to finish, so a run returns without them.
+    deadline = time.monotonic() + 1.0
+    while any(sock.fileno() != -1 for sock in closing) and time.monotonic() < deadline:
+        time.sleep(0.005)

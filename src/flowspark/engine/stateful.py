@@ -155,6 +155,7 @@ class LevelProcessor(StatefulProcessor):
         are handled at the batch's time, then everything closes. No state is read
         or kept, and the rows emitted carry ``WHOLE_INPUT_MS`` on downstream."""
         from flowspark.runtime.task import capture_stdout
+        from flowspark.runtime.udf_keyed import MemoryWal  # the WAL lives for this call
 
         port = int(composite.split(BUCKET_SEPARATOR, 1)[0])
         logic = self.logics[port]
@@ -169,7 +170,7 @@ class LevelProcessor(StatefulProcessor):
         # In key order, as Spark hands keys over when they travel one by one.
         for user_key in sorted(by_key):
             decoded = [(order, decode_items(data)) for order, data in by_key.pop(user_key)]
-            extra = (_MemoryWal(), _origins(decoded)) if uses_wal else ()
+            extra = (MemoryWal(), _origins(decoded)) if uses_wal else ()
             with capture_stdout() as captured:
                 placed = logic.on_values(user_key, None, _values(decoded), now, *extra)
                 ended = logic.on_timer(user_key, placed.state, EOF_MS, *extra[:1])
@@ -242,25 +243,6 @@ def _values(decoded: list[tuple[int, Any]]) -> list[Any]:
 def _origins(decoded: list[tuple[int, Any]]) -> list[tuple[int, int]]:
     """Which upstream partition (a chunk order's high half) sent how many values."""
     return [(order >> 32, len(items)) for order, items in decoded]
-
-
-class _MemoryWal:
-    """A write-ahead log that lives for one call (the whole input in one batch)."""
-
-    def __init__(self) -> None:
-        self.entries: list[Any] = []
-
-    def read(self) -> list[Any]:
-        return list(self.entries)
-
-    def append(self, entry: Any) -> None:
-        self.entries.append(entry)
-
-    def write(self, entries: list[Any]) -> None:
-        self.entries = list(entries)
-
-    def clear(self) -> None:
-        self.entries = []
 
 
 class _ListStateWal:

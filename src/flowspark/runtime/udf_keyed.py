@@ -68,7 +68,8 @@ def live_handlers() -> dict[tuple[str, str, str, Any], HandlerRun]:
 
 
 class MemoryWal:
-    """A WAL in memory, with the interface the Spark adapter gives (for tests)."""
+    """A WAL in memory, with the interface of the Spark adapter's (for tests, and for
+    a whole input handled in one call, where nothing outlives the call)."""
 
     def __init__(self) -> None:
         self.entries: list[Any] = []
