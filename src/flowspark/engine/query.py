@@ -221,7 +221,7 @@ def run_flow(flow: Dataflow, config: RunConfig | None = None) -> RunReport:
             keyed = [i for i in entries if plan.step(i).kind in STATEFUL_KINDS]
             if keyed:
                 level_logics = {i: logic_for(plan.step(i)) for i in keyed}
-                uses_wal = any(getattr(lg, "uses_wal", False) for lg in level_logics.values())
+                uses_wal = any(logic.uses_wal for logic in level_logics.values())
                 logics = cloudpickle.dumps(level_logics)
                 processor = LevelProcessor(program, logics, parallelism, uses_wal)
                 df = keyed_level(df, processor, first_keyed)

@@ -111,7 +111,7 @@ class LevelProcessor(StatefulProcessor):
         decoded = [(order, decode_items(chunk)) for order, chunk in chunks]
         logic = self.logics[port]
         values = _values(decoded)
-        extra = (self.wal, _origins(decoded)) if getattr(logic, "uses_wal", False) else ()
+        extra = (self.wal, _origins(decoded)) if logic.uses_wal else ()
         if now >= EOF_MS:  # flushed by an upstream keyed step as the input ended
             wall = timerValues.getCurrentProcessingTimeInMs()
             call = lambda state: logic.on_values_at_end(user_key, state, values, wall, *extra)  # noqa: E731
@@ -129,7 +129,7 @@ class LevelProcessor(StatefulProcessor):
         port = int(port_text)
         now = timerValues.getCurrentWatermarkInMs() + WATERMARK_LAG_MS
         logic = self.logics[port]
-        extra = (self.wal,) if getattr(logic, "uses_wal", False) else ()
+        extra = (self.wal,) if logic.uses_wal else ()
         yield from self._step(
             port, lambda state: logic.on_timer(user_key, state, now, *extra), now, fired=True
         )
@@ -159,7 +159,6 @@ class LevelProcessor(StatefulProcessor):
 
         port = int(composite.split(BUCKET_SEPARATOR, 1)[0])
         logic = self.logics[port]
-        uses_wal = getattr(logic, "uses_wal", False)
         now = timer_values.getCurrentProcessingTimeInMs()
         # Values stay encoded until their key's turn: one key's values in memory at once.
         by_key: dict[str, list[tuple[int, bytes]]] = {}
@@ -170,7 +169,7 @@ class LevelProcessor(StatefulProcessor):
         # In key order, as Spark hands keys over when they travel one by one.
         for user_key in sorted(by_key):
             decoded = [(order, decode_items(data)) for order, data in by_key.pop(user_key)]
-            extra = (MemoryWal(), _origins(decoded)) if uses_wal else ()
+            extra = (MemoryWal(), _origins(decoded)) if logic.uses_wal else ()
             with capture_stdout() as captured:
                 placed = logic.on_values(user_key, None, _values(decoded), now, *extra)
                 ended = logic.on_timer(user_key, placed.state, EOF_MS, *extra[:1])

@@ -93,6 +93,7 @@ class KeyedLogic:
 
     step_id: str = ""
     uses_timers = False
+    uses_wal = False  # the Numaflow logics keep a write-ahead log beside their state
 
     def on_values(self, key: str, state: Any, values: list[Any], now: int) -> Outcome:
         """Handle this batch's values for ``key``."""
