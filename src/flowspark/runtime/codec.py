@@ -106,10 +106,10 @@ def _shape(item: Any) -> Any:
     return [_shape(x) for x in item] if type(item) is tuple else None
 
 
-def _leaf_columns(items: Any, shape: Any) -> list[list[Any]] | None:
+def _leaf_columns(items: list[Any], shape: Any) -> list[list[Any]] | None:
     """One list per leaf of ``shape`` across ``items``; ``None`` if any item differs."""
     if shape is None:
-        return [items if isinstance(items, list) else list(items)]
+        return [items]
     if not shape or set(map(type, items)) != {tuple} or set(map(len, items)) != {len(shape)}:
         return None
     columns: list[list[Any]] = []
