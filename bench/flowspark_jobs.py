@@ -6,14 +6,21 @@ start-up and input generation), ``startup_s`` and ``ok`` (checked by
 ``jobs.py``).
 
 Start-up here is: creating the SparkSession (JVM start) and one tiny warm-up
-flow with a keyed step, which starts Spark's Python worker daemon and loads the
-classes every query (and transformWithState) needs. Both are one-time costs of
-a running engine, not of the job; the job's own query start (source planning
-process, transformWithState planning, checkpoint) is inside ``seconds``.
+flow with a keyed step, run the way the job will run, which starts Spark's
+Python worker daemon and loads the classes every job needs. Both are one-time
+costs of a running engine, not of the job; the job's own start (for a streamed
+run: the source's planning process, transformWithState planning, the
+checkpoint) is inside ``seconds``.
+
+Jobs run as ``run_main`` runs them: an in-memory input that fits one
+micro-batch runs as one Spark batch job. ``$FLOWSPARK_BENCH_STREAM``
+(``run.py --stream``) makes them stream anyway; each result says which
+(``"mode"``).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -24,7 +31,7 @@ def _engine() -> float:
     """Start Spark and warm it up; return the seconds it took."""
     from flowspark.dataflow import Dataflow
     from flowspark.engine.session import get_session
-    from flowspark.testing import TestingInput, TestingOutput, run_main
+    from flowspark.testing import TestingInput, TestingOutput
 
     t0 = time.perf_counter()
     get_session("local[2]")
@@ -33,14 +40,27 @@ def _engine() -> float:
     warm.map(lambda x: (str(x % 2), x))
     warm.stateful_map("warm_state", lambda: 0, lambda s, x: (s + x, s + x))
     warm.output("out", TestingOutput([]))
-    run_main(warm)
+    _run(warm)
     return time.perf_counter() - t0
+
+
+def _run(flow: Any) -> str:
+    """Run ``flow`` as ``run_main`` does; return how it ran ("batch job" or "stream").
+
+    With ``$FLOWSPARK_BENCH_STREAM`` set (``run.py --stream``) a bounded input
+    that fits one micro-batch streams anyway instead of running as one batch job.
+    """
+    from flowspark.engine.query import RunConfig, run_flow
+
+    stream = os.environ.get("FLOWSPARK_BENCH_STREAM", "") not in ("", "0")
+    report = run_flow(flow, RunConfig(batch_job=not stream))
+    return "stream" if report.streamed else "batch job"
 
 
 def run_mapfilter(n: int) -> dict[str, Any]:
     """Ints ``0..n-1`` -> map ``x*3+1`` -> keep evens -> count and sum."""
     from flowspark.dataflow import Dataflow
-    from flowspark.testing import TestingInput, TestingOutput, run_main
+    from flowspark.testing import TestingInput, TestingOutput
 
     startup = _engine()
     out: list[int] = []
@@ -50,10 +70,10 @@ def run_mapfilter(n: int) -> dict[str, Any]:
     flow.filter(jobs.mapfilter_keep)
     flow.output("out", TestingOutput(out))
     t0 = time.perf_counter()
-    run_main(flow)
+    mode = _run(flow)
     seconds = time.perf_counter() - t0
     ok = jobs.mapfilter_check(n, len(out), sum(out))
-    return {"seconds": seconds, "startup_s": startup, "ok": ok, "outputs": len(out)}
+    return {"seconds": seconds, "startup_s": startup, "ok": ok, "outputs": len(out), "mode": mode}
 
 
 def run_wordcount(n: int) -> dict[str, Any]:
@@ -66,7 +86,7 @@ def run_wordcount(n: int) -> dict[str, Any]:
     from datetime import timedelta
 
     from flowspark.dataflow import Dataflow
-    from flowspark.testing import TestingInput, TestingOutput, run_main
+    from flowspark.testing import TestingInput, TestingOutput
     from flowspark.window import SystemClockConfig, TumblingWindow
 
     startup = _engine()
@@ -81,10 +101,10 @@ def run_wordcount(n: int) -> dict[str, Any]:
     )
     flow.output("out", TestingOutput(out))
     t0 = time.perf_counter()
-    run_main(flow)
+    mode = _run(flow)
     seconds = time.perf_counter() - t0
     ok = jobs.wordcount_check(n, out)
-    return {"seconds": seconds, "startup_s": startup, "ok": ok, "outputs": len(out)}
+    return {"seconds": seconds, "startup_s": startup, "ok": ok, "outputs": len(out), "mode": mode}
 
 
 def run_window_count(n: int) -> dict[str, Any]:
@@ -92,7 +112,7 @@ def run_window_count(n: int) -> dict[str, Any]:
     from datetime import timedelta
 
     from flowspark.dataflow import Dataflow
-    from flowspark.testing import TestingInput, TestingOutput, run_main
+    from flowspark.testing import TestingInput, TestingOutput
     from flowspark.window import EventClockConfig, TumblingWindow
 
     startup = _engine()
@@ -109,7 +129,7 @@ def run_window_count(n: int) -> dict[str, Any]:
     counts.output("out", TestingOutput(out))
     counts.late.output("late", TestingOutput(late))
     t0 = time.perf_counter()
-    run_main(flow)
+    mode = _run(flow)
     seconds = time.perf_counter() - t0
     triples = [(key, jobs.window_index_of_start(start), c) for key, ((start, _end), c) in out]
     ok = jobs.window_count_check(n, triples, late=len(late))
@@ -119,6 +139,7 @@ def run_window_count(n: int) -> dict[str, Any]:
         "ok": ok,
         "outputs": len(out),
         "late": len(late),
+        "mode": mode,
     }
 
 
@@ -179,7 +200,7 @@ def run_reorder(n: int) -> dict[str, Any]:
     from datetime import timedelta
 
     from flowspark.dataflow import Dataflow
-    from flowspark.testing import TestingInput, TestingOutput, run_main
+    from flowspark.testing import TestingInput, TestingOutput
 
     startup = _engine()
     events = jobs.reorder_input(n)
@@ -199,7 +220,7 @@ def run_reorder(n: int) -> dict[str, Any]:
         watermark_delay=timedelta(seconds=jobs.REORDER_DELAY_S),
     ).output("out", TestingOutput(out))
     t0 = time.perf_counter()
-    run_main(flow)
+    mode = _run(flow)
     seconds = time.perf_counter() - t0
     triples = [(d.keys[0], d.event_time, int(d.id)) for d in out]
     ok = jobs.reorder_check(n, triples)
@@ -209,6 +230,7 @@ def run_reorder(n: int) -> dict[str, Any]:
         "ok": ok,
         "outputs": len(out),
         "inversions": jobs.reorder_inversions(triples),
+        "mode": mode,
     }
 
 
@@ -254,7 +276,7 @@ def run_mapstream(n: int) -> dict[str, Any]:
     """n values ``b"i,i+1,i+2"`` -> datums -> ``map_stream(map_stream_handler)``
     (comma split) -> count and checksum the 3n messages."""
     from flowspark.dataflow import Dataflow
-    from flowspark.testing import TestingInput, run_main
+    from flowspark.testing import TestingInput
 
     startup = _engine()
     values = jobs.mapstream_input(n)
@@ -266,8 +288,8 @@ def run_mapstream(n: int) -> dict[str, Any]:
         value=lambda x: x, event_time=lambda _: event_time
     ).map_stream("split", _map_stream_handler()).output("out", _counting_output(acc))
     t0 = time.perf_counter()
-    run_main(flow)
+    mode = _run(flow)
     seconds = time.perf_counter() - t0
     count, total = acc
     ok = jobs.mapstream_check(n, count, total)
-    return {"seconds": seconds, "startup_s": startup, "ok": ok, "outputs": count}
+    return {"seconds": seconds, "startup_s": startup, "ok": ok, "outputs": count, "mode": mode}

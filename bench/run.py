@@ -85,9 +85,13 @@ def ensure_bytewax_venv() -> str:
     return str(python)
 
 
-def child_command(system: str, job: str, n: int) -> tuple[list[str], dict[str, str]]:
+def child_command(
+    system: str, job: str, n: int, stream: bool = False
+) -> tuple[list[str], dict[str, str]]:
     """Return the argv and environment of the child process for one run."""
     env = dict(os.environ)
+    if stream:
+        env["FLOWSPARK_BENCH_STREAM"] = "1"
     if system == "bytewax":
         python = ensure_bytewax_venv()
     elif system == "pynumaflow":
@@ -100,10 +104,12 @@ def child_command(system: str, job: str, n: int) -> tuple[list[str], dict[str, s
     return [python, str(BENCH_DIR / "harness.py"), system, job, str(n)], env
 
 
-def run_once(system: str, job: str, n: int, timeout: float) -> dict[str, Any]:
+def run_once(
+    system: str, job: str, n: int, timeout: float, stream: bool = False
+) -> dict[str, Any]:
     """Run one child process and return its parsed result (or an error result)."""
     try:
-        cmd, env = child_command(system, job, n)
+        cmd, env = child_command(system, job, n, stream)
     except Exception as exc:  # noqa: BLE001 - reported as a failed run
         return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
     jobs.log(f"run {system} {job} n={n}")
@@ -157,6 +163,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, required=True, help="number of input items")
     ap.add_argument("--repeat", type=int, default=1, help="runs per system")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per run (default 1800)")
+    ap.add_argument(
+        "--stream",
+        action="store_true",
+        help="flowspark: stream bounded inputs that fit one micro-batch (not one batch job)",
+    )
     args = ap.parse_args(argv)
     job_list = list(jobs.JOBS) if args.job == "all" else [args.job]
     if args.system != "all":
@@ -172,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         systems = list(JOB_SYSTEMS[job]) if args.system == "all" else [args.system]
         for system in systems:
             for _ in range(args.repeat):
-                res = run_once(system, job, args.n, args.timeout)
+                res = run_once(system, job, args.n, args.timeout, args.stream)
                 line = result_line(job, system, args.n, res)
                 print(line, flush=True)
                 all_ok = all_ok and json.loads(line)["ok"]

@@ -1,12 +1,18 @@
 """A fresh bounded run whose whole input fits one micro-batch finishes its keyed steps
-inside that batch, with the same results as when the input is spread over batches."""
+inside that batch, with the same results as when the input is spread over batches.
+
+Without a recovery directory that batch runs as one Spark batch job; with one, as
+the streaming query's only micro-batch."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from flowspark.dataflow import Dataflow
-from flowspark.engine.query import RunConfig, run_flow
+from flowspark.engine.query import RunConfig, RunReport, run_flow
+from flowspark.runtime.errors import StepError
 from flowspark.testing import TestingInput, TestingOutput
 from flowspark.window import EventClockConfig, SessionWindow, SystemClockConfig, TumblingWindow
 
@@ -44,28 +50,73 @@ def _flow(out: dict[str, list], batch_size: int, inputs: int = 1) -> Dataflow:
     return flow
 
 
-def _run(batch_size: int, per_batch: bool, inputs: int = 1) -> tuple[dict[str, list], int]:
+def _run(
+    batch_size: int, per_batch: bool, inputs: int = 1, recovery_dir: str | None = None
+) -> tuple[dict[str, list], RunReport]:
     out: dict[str, list] = {}
-    config = RunConfig(epoch_interval=timedelta(0) if per_batch else None)
+    config = RunConfig(
+        epoch_interval=timedelta(0) if per_batch else None, recovery_dir=recovery_dir
+    )
     report = run_flow(_flow(out, batch_size, inputs), config)
-    return {name: sorted(items) for name, items in out.items()}, report.batches
+    return {name: sorted(items) for name, items in out.items()}, report
 
 
-def test_the_whole_input_in_one_batch_gives_the_results_of_many_batches():
-    whole, whole_batches = _run(batch_size=len(EVENTS), per_batch=False)
-    spread, spread_batches = _run(batch_size=37, per_batch=True)
-    assert whole_batches == 1  # no end-of-input batch
-    assert spread_batches > 10
-    assert whole == spread
+def _check_counts(results: dict[str, list]) -> None:
     # Every event counted once per key; every stateful_map result seen.
-    assert sum(total for _, total in whole["total"]) == len(EVENTS)
-    assert sum(n for _, n in whole["sessions"]) == len(EVENTS)
-    assert len(whole["n"]) == len(EVENTS)
+    assert sum(total for _, total in results["total"]) == len(EVENTS)
+    assert sum(n for _, n in results["sessions"]) == len(EVENTS)
+    assert len(results["n"]) == len(EVENTS)
 
 
-def test_a_flow_with_two_inputs_ends_with_a_separate_end_of_input_batch():
+@pytest.fixture(scope="module")
+def spread_over_batches() -> dict[str, list]:
+    """The results with the input spread over many micro-batches (the timer path)."""
+    spread, report = _run(batch_size=37, per_batch=True)
+    assert report.streamed
+    assert report.batches > 10
+    _check_counts(spread)
+    return spread
+
+
+def test_without_recovery_the_whole_input_runs_as_one_batch_job(spread_over_batches):
+    whole, report = _run(batch_size=len(EVENTS), per_batch=False)
+    assert not report.streamed
+    assert report.batches == 1
+    assert whole == spread_over_batches
+
+
+def test_with_recovery_the_whole_input_streams_in_one_micro_batch(spread_over_batches, tmp_path):
+    whole, report = _run(batch_size=len(EVENTS), per_batch=False, recovery_dir=str(tmp_path))
+    assert report.streamed
+    assert report.batches == 1  # no end-of-input batch
+    assert whole == spread_over_batches
+    # The checkpoint records the end: a restart runs no batch and writes nothing.
+    again, report = _run(batch_size=len(EVENTS), per_batch=False, recovery_dir=str(tmp_path))
+    assert report.batches == 0
+    assert all(not items for items in again.values())
+
+
+def test_two_inputs_run_as_one_batch_job_without_recovery(spread_over_batches):
+    two, report = _run(batch_size=len(EVENTS), per_batch=False, inputs=2)
+    assert not report.streamed
+    assert two == spread_over_batches
+
+
+def test_two_inputs_streaming_end_with_a_separate_end_of_input_batch(spread_over_batches, tmp_path):
     # Each input's end is not the flow's end: keyed steps close on the timer path.
-    two, batches = _run(batch_size=len(EVENTS), per_batch=False, inputs=2)
-    assert batches == 2
-    assert sum(total for _, total in two["total"]) == len(EVENTS)
-    assert len(two["n"]) == len(EVENTS)
+    two, report = _run(
+        batch_size=len(EVENTS), per_batch=False, inputs=2, recovery_dir=str(tmp_path)
+    )
+    assert report.streamed
+    assert report.batches == 2
+    assert two == spread_over_batches
+
+
+@pytest.mark.parametrize("recovery", [False, True], ids=["batch-job", "streamed"])
+def test_a_failing_step_names_the_step_and_item_either_way(recovery, tmp_path):
+    flow = Dataflow()
+    words = flow.input("inp", TestingInput(["a", "b", "boom", "c"]))
+    words.map("explode", lambda s: 1 / 0 if s == "boom" else s).output("out", TestingOutput([]))
+    config = RunConfig(recovery_dir=str(tmp_path) if recovery else None)
+    with pytest.raises(StepError, match="step 'explode'.*'boom'.*ZeroDivisionError"):
+        run_flow(flow, config)

@@ -39,7 +39,7 @@ from flowspark.runtime.codec import (
 )
 from flowspark.runtime.windowing import EOF_MS
 
-__all__ = ["FlowsparkSource", "SourceSpec"]
+__all__ = ["FlowsparkSource", "SourceSpec", "whole_input_splits"]
 
 # A driver-read input reads at most this many items into one micro-batch.
 DRIVER_READ_MAX_ITEMS = 1_000_000
@@ -129,6 +129,22 @@ class _SeekableOffsets:
         for part, s, e in ranges:
             out.extend(self.input.splits(part, s, e, pieces))
         return out
+
+
+def whole_input_splits(inp: Input, parallelism: int) -> list[Split] | None:
+    """The splits of a fresh run's first micro-batch when it would hold ``inp`` whole.
+
+    ``None`` when it would not (more data than one batch reads) or when ``inp`` is
+    read in the planning process (bytewax's input families).
+    """
+    if not isinstance(inp, SeekableInput):
+        return None
+    spec = SourceSpec(inp, -1, b"", per_batch_epochs=False, parallelism=parallelism, spread=1)
+    offsets = _SeekableOffsets(spec)
+    first = offsets.latest({})
+    if offsets.latest(first) != first:
+        return None
+    return offsets.splits({}, first)
 
 
 class _DriverReadOffsets:

@@ -84,6 +84,10 @@ class LevelProcessor(StatefulProcessor):
         self.wal = _ListStateWal(handle.getListState("wal", _BLOB)) if self.uses_wal else None
         if _on_driver(handle):
             return  # Spark only collects the state's schemas there
+        self.load()
+
+    def load(self) -> None:
+        """Unpickle the level's program and logics in the task that runs them."""
         from flowspark.runtime.task import task_context, tune_gc
 
         tune_gc()
@@ -99,10 +103,11 @@ class LevelProcessor(StatefulProcessor):
         rows = list(rows)
         now = max(_ms(r.ts) for r in rows)
         if composite is None:
-            yield from self._pass_through(rows, now)
+            yield from self.pass_through(rows, now)
             return
         if KEY_SEPARATOR not in composite:  # a partition's keys: the whole input is here
-            yield from self._whole_input(composite, rows, timerValues)
+            wall = timerValues.getCurrentProcessingTimeInMs()
+            yield from self.whole_input(composite, [r.data for r in rows], wall)
             return
         port_text, user_key = composite.split(KEY_SEPARATOR, 1)
         port = int(port_text)
@@ -150,19 +155,18 @@ class LevelProcessor(StatefulProcessor):
         self._store(outcome, wake, fired)
         yield from self._emit(port, outcome, now, captured.take())
 
-    def _whole_input(self, composite: str, rows: list[Row], timer_values: Any) -> Iterator[Row]:
+    def whole_input(self, composite: str, datas: list[bytes], now: int) -> Iterator[Row]:
         """A partition's keys when the batch holds the whole input: each key's values
-        are handled at the batch's time, then everything closes. No state is read
-        or kept, and the rows emitted carry ``WHOLE_INPUT_MS`` on downstream."""
+        are handled at ``now`` (the batch's time), then everything closes. No state
+        is read or kept, and the rows emitted carry ``WHOLE_INPUT_MS`` on downstream."""
         from flowspark.runtime.task import capture_stdout
         from flowspark.runtime.udf_keyed import MemoryWal  # the WAL lives for this call
 
         port = int(composite.split(BUCKET_SEPARATOR, 1)[0])
         logic = self.logics[port]
-        now = timer_values.getCurrentProcessingTimeInMs()
         # Values stay encoded until their key's turn: one key's values in memory at once.
         by_key: dict[str, list[tuple[int, bytes]]] = {}
-        for order, payload in sorted(decode_ordered(r.data) for r in rows):
+        for order, payload in sorted(decode_ordered(data) for data in datas):
             for user_key, data in pickle.loads(payload):
                 by_key.setdefault(user_key, []).append((order, data))
         total, text = Outcome(None), b""
@@ -224,7 +228,8 @@ class LevelProcessor(StatefulProcessor):
         ):
             yield Row(port=port, key=row_key, data=data, ts=ts)
 
-    def _pass_through(self, rows: list[Row], now: int) -> Iterator[Row]:
+    def pass_through(self, rows: list[Row], now: int) -> Iterator[Row]:
+        """Rows without a key: run those bound for the level's stateless entries, pass the rest."""
         entries = self.program.orders
         ts = from_ms(now)
         for r in rows:

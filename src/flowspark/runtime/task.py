@@ -37,6 +37,7 @@ __all__ = [
     "task_context",
     "run_program",
     "rows_to_batch",
+    "RowBuffer",
     "pack_by_key",
     "leaving_rows",
     "capture_stdout",
@@ -113,6 +114,45 @@ def rows_to_batch(
         ],
         schema=ARROW_SCHEMA,
     )
+
+
+class RowBuffer:
+    """Rows gathered into Arrow batches of at most about 8 MB or 256 rows.
+
+    >>> rows = RowBuffer()
+    >>> rows.add(1, None, b"x")
+    >>> rows.take(5).num_rows, len(rows)
+    (1, 0)
+    """
+
+    def __init__(self) -> None:
+        self.ports: list[int] = []
+        self.keys: list[str | None] = []
+        self.datas: list[bytes] = []
+        self.size = 0
+
+    def __len__(self) -> int:
+        return len(self.ports)
+
+    def add(self, port: int, key: str | None, data: bytes) -> None:
+        self.ports.append(port)
+        self.keys.append(key)
+        self.datas.append(data)
+        self.size += len(data)
+
+    def extend(self, rows: Iterable[tuple[int, str | None, bytes]]) -> None:
+        for port, key, data in rows:
+            self.add(port, key, data)
+
+    def ready(self) -> bool:
+        """Whether enough is gathered for one batch."""
+        return self.size >= _FLUSH_BYTES or len(self.ports) >= _FLUSH_ROWS
+
+    def take(self, ts_ms: int) -> pa.RecordBatch:
+        """The gathered rows as one batch at ``ts_ms``; the buffer is empty afterwards."""
+        batch = rows_to_batch(self.ports, self.keys, self.datas, ts_ms)
+        self.ports, self.keys, self.datas, self.size = [], [], [], 0
+        return batch
 
 
 def pack_by_key(
@@ -256,35 +296,22 @@ def run_program(
     exchange in between can spread them over partitions.
     """
     tune_gc()
-    ports: list[int] = []
-    keys: list[Any] = []
-    datas: list[bytes] = []
-    size = 0
+    rows = RowBuffer()
     captured = capture_stdout()
     order = ctx.worker << 32
     keyed = KeyedBuffer(program, whole=ts_ms == WHOLE_INPUT_MS)
-
-    def add(rows: Iterable[tuple[int, str | None, bytes]]) -> None:
-        nonlocal size
-        for port, key, data in rows:
-            ports.append(port)
-            keys.append(key)
-            datas.append(data)
-            size += len(data)
-
     for entry, items in feeds:
         order += 1
         with captured:
             leaving = program.run(entry, items, ctx)
         text = captured.take()
         if text:
-            add([(STDOUT_PORT, None, text)])
-        add(leaving_rows(program, leaving, spread, order, keyed))
+            rows.add(STDOUT_PORT, None, text)
+        rows.extend(leaving_rows(program, leaving, spread, order, keyed))
         if keyed.full():
-            add(keyed.drain())
-        if size >= _FLUSH_BYTES or len(ports) >= _FLUSH_ROWS:
-            yield rows_to_batch(ports, keys, datas, ts_ms)
-            ports, keys, datas, size = [], [], [], 0
-    add(keyed.drain())
-    if ports:
-        yield rows_to_batch(ports, keys, datas, ts_ms)
+            rows.extend(keyed.drain())
+        if rows.ready():
+            yield rows.take(ts_ms)
+    rows.extend(keyed.drain())
+    if rows:
+        yield rows.take(ts_ms)
