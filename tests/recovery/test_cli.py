@@ -1,4 +1,5 @@
-"""The CLI end to end: the quickstart prints its results; Ctrl-C stops an endless flow cleanly."""
+"""The CLI end to end: the quickstart prints its results; Ctrl-C stops an endless flow,
+and cancels a bounded batch job, cleanly."""
 
 from __future__ import annotations
 
@@ -22,6 +23,15 @@ def make(n):
     flow = Dataflow()
     flow.input("inp", TestingInput(range(n)))
     flow.map(lambda x: f"item {x}")
+    flow.output("out", StdOutput())
+    return flow
+
+def slow(n):
+    import time
+
+    flow = Dataflow()
+    flow.input("inp", TestingInput(range(n)))
+    flow.map(lambda x: time.sleep(0.1) or x)
     flow.output("out", StdOutput())
     return flow
 """
@@ -63,6 +73,33 @@ def test_ctrl_c_stops_an_unbounded_flow_cleanly(tmp_path: Path):
     assert proc.returncode == 130, err[-3000:]
     assert "Traceback" not in err
     assert "stopped" in err
+
+
+@pytest.mark.slow
+def test_ctrl_c_cancels_a_bounded_batch_job_cleanly(tmp_path: Path):
+    # A bounded in-memory input without a recovery directory runs as one batch job.
+    (tmp_path / "endless.py").write_text(ENDLESS)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flowspark.run", "endless:slow(2000)", "--bounded",
+         "--master", "local[2]"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        time.sleep(15)  # Spark started, the job running (it takes 100 s)
+        assert proc.poll() is None
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err[-3000:]
+    assert "Traceback" not in err
+    assert "stopped" in err
+    assert took < 60, f"the job was not cancelled ({took:.0f} s)"
+    assert "item" not in out  # nothing written: the job never finished
 
 
 def test_factory_with_a_bad_attribute_exits_with_a_message(tmp_path: Path):
