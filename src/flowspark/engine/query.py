@@ -5,7 +5,9 @@
     foreachBatch(BatchDispatcher)
 
 The query's checkpoint is the recovery directory; without one a temporary
-directory is used and removed afterwards.
+directory is used and removed afterwards. A bounded run without one whose
+inputs fit a single micro-batch runs the same plan as one batch job instead
+(:mod:`flowspark.engine.bounded`).
 """
 
 from __future__ import annotations
@@ -213,7 +215,7 @@ def run_flow(flow: Dataflow, config: RunConfig | None = None) -> RunReport:
                 return bounded.keyed_level(df, processor, key_partitions, wall_ms)
 
         else:
-            df = _stream_frame(spark, plan, config, scratch, spill_dir, key_partitions)
+            df = _stream_frame(spark, plan, config, scratch, spill_dir, parallelism, key_partitions)
             apply_keyed = keyed_level
         first_keyed = True
         for level in range(1, plan.top_level + 1):
@@ -288,13 +290,12 @@ def _stream_frame(
     config: RunConfig,
     scratch: Path,
     spill_dir: Path | None,
+    parallelism: int,
     key_partitions: int,
 ) -> Any:
     """The flow's inputs as one streaming DataFrame (a Python data source each)."""
-    from flowspark.engine.session import session_parallelism
     from flowspark.engine.source import SourceSpec
 
-    parallelism = session_parallelism()
     frames = []
     for i in plan.inputs:
         program = cloudpickle.dumps(StageProgram.for_level(plan, 0, [i], key_partitions))
