@@ -269,12 +269,13 @@ def _batch_job_reads(
 
     if not config.batch_job or not config.bounded or config.recovery_dir or _per_batch(config):
         return None
+    inputs = {i: plan.step(i).args["input"] for i in plan.inputs}
+    # Inputs read in the planning process always stream: say so before spilling any data.
+    if not all(isinstance(inp, SeekableInput) for inp in inputs.values()):
+        return None
     programs: dict[int, bytes] = {}
     reads: list[tuple[int, bytes]] = []
-    for i in plan.inputs:
-        inp = plan.step(i).args["input"]
-        if not isinstance(inp, SeekableInput):
-            return None
+    for i, inp in inputs.items():
         # As the stream's planning process would see it (TestingInput spills its data).
         splits = whole_input_splits(pickle.loads(_pickle_spec(inp, spill_dir)), parallelism)
         if splits is None:

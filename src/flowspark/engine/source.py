@@ -90,9 +90,10 @@ def _unb64(text: str) -> Any:
 class _SeekableOffsets:
     """Offsets of a :class:`SeekableInput`: ``{"parts": {part: int}}``."""
 
-    def __init__(self, spec: SourceSpec) -> None:
-        self.spec = spec
-        self.input: SeekableInput = spec.input  # type: ignore[assignment]
+    def __init__(self, inp: SeekableInput, per_batch_epochs: bool, parallelism: int) -> None:
+        self.input = inp
+        self.per_batch_epochs = per_batch_epochs
+        self.parallelism = parallelism
         self.target: dict[str, int] | None = None
 
     def prepare_available_now(self) -> None:
@@ -110,7 +111,7 @@ class _SeekableOffsets:
             s = begun.get(part, 0)
             e = max(s, available)
             if e > s:
-                if self.spec.per_batch_epochs:
+                if self.per_batch_epochs:
                     e = self.input.offset_after(part, s, e, 1)
                 else:
                     e = self.input.batch_limit(part, s, e)
@@ -124,7 +125,7 @@ class _SeekableOffsets:
         ranges = [
             (p, begun.get(p, 0), e) for p, e in end.get("parts", {}).items() if e > begun.get(p, 0)
         ]
-        pieces = max(1, self.spec.parallelism // max(1, len(ranges)))
+        pieces = max(1, self.parallelism // max(1, len(ranges)))
         out: list[Split] = []
         for part, s, e in ranges:
             out.extend(self.input.splits(part, s, e, pieces))
@@ -139,8 +140,7 @@ def whole_input_splits(inp: Input, parallelism: int) -> list[Split] | None:
     """
     if not isinstance(inp, SeekableInput):
         return None
-    spec = SourceSpec(inp, -1, b"", per_batch_epochs=False, parallelism=parallelism, spread=1)
-    offsets = _SeekableOffsets(spec)
+    offsets = _SeekableOffsets(inp, per_batch_epochs=False, parallelism=parallelism)
     first = offsets.latest({})
     if offsets.latest(first) != first:
         return None
@@ -291,7 +291,9 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             with open(self.spec_path, "rb") as f:
                 spec: SourceSpec = pickle.load(f)
             if isinstance(spec.input, SeekableInput):
-                self._offsets = _SeekableOffsets(spec)
+                self._offsets = _SeekableOffsets(
+                    spec.input, spec.per_batch_epochs, spec.parallelism
+                )
             else:
                 self._offsets = _DriverReadOffsets(spec)
         return self._offsets
