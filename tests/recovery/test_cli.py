@@ -3,11 +3,13 @@ and cancels a bounded batch job, cleanly."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -51,53 +53,51 @@ def test_quickstart_prints_its_results():
     assert "Traceback" not in proc.stderr
 
 
-@pytest.mark.slow
-def test_ctrl_c_stops_an_unbounded_flow_cleanly(tmp_path: Path):
-    (tmp_path / "endless.py").write_text(ENDLESS)
+@contextlib.contextmanager
+def _running_cli(folder: Path, *args: str) -> Iterator[subprocess.Popen]:
+    """``python -m flowspark.run ARGS`` on the ENDLESS module in ``folder``; its whole
+    process group (JVM included) is killed on the way out if it still runs."""
+    (folder / "endless.py").write_text(ENDLESS)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "flowspark.run", "endless:make(3)", "--master", "local[2]",
-         "--trigger-interval", "0.2"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [sys.executable, "-m", "flowspark.run", *args, "--master", "local[2]"],
+        cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
     try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _ctrl_c(proc: subprocess.Popen) -> tuple[str, str, float]:
+    """Send SIGINT; return the process's stdout, stderr and the seconds it took to end."""
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-3000:]
+    assert "Traceback" not in err
+    assert "stopped" in err
+    return out, err, time.monotonic() - sent
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_an_unbounded_flow_cleanly(tmp_path: Path):
+    with _running_cli(tmp_path, "endless:make(3)", "--trigger-interval", "0.2") as proc:
         first = proc.stdout.readline()  # blocks until the flow has printed
         assert first == "item 0\n"
         time.sleep(1.0)
         assert proc.poll() is None, "an unbounded flow keeps running after its input ends"
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 130, err[-3000:]
-    assert "Traceback" not in err
-    assert "stopped" in err
+        _ctrl_c(proc)
 
 
 @pytest.mark.slow
 def test_ctrl_c_cancels_a_bounded_batch_job_cleanly(tmp_path: Path):
     # A bounded in-memory input without a recovery directory runs as one batch job.
-    (tmp_path / "endless.py").write_text(ENDLESS)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "flowspark.run", "endless:slow(2000)", "--bounded",
-         "--master", "local[2]"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
-    )  # fmt: skip
-    try:
+    with _running_cli(tmp_path, "endless:slow(2000)", "--bounded") as proc:
         time.sleep(15)  # Spark started, the job running (it takes 100 s)
         assert proc.poll() is None
-        sent = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
-        took = time.monotonic() - sent
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 130, err[-3000:]
-    assert "Traceback" not in err
-    assert "stopped" in err
+        out, _err, took = _ctrl_c(proc)
     assert took < 60, f"the job was not cancelled ({took:.0f} s)"
     assert "item" not in out  # nothing written: the job never finished
 
