@@ -118,7 +118,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--bounded",
         action="store_true",
-        help="stop when every input is exhausted (default: run until Ctrl-C)",
+        help="stop at what the inputs have available now (default: run until every "
+        "input has ended, as bytewax's run does; Ctrl-C stops it)",
+    )
+    p.add_argument(
+        "--max-batch-items",
+        type=int,
+        default=None,
+        metavar="N",
+        help="read at most N items per input into one micro-batch (default: all available)",
     )
     p.add_argument("--verbose", action="store_true", help="show Spark's own log on stderr")
     return p
@@ -128,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
     args = _parser().parse_args(argv)
     flow = locate_dataflow(args.import_str)
+    from flowspark.engine.errors import FlowRunError
     from flowspark.engine.query import RunConfig, run_flow
     from flowspark.runtime.errors import StepError
 
@@ -141,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         trigger_interval=seconds(args.trigger_interval),
         master=args.master,
         verbose=args.verbose,
+        max_batch_items=args.max_batch_items,
     )
     try:
         run_flow(flow, config)
@@ -158,4 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, TypeError) as exc:
         print(f"flowspark: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
+    except FlowRunError as exc:
+        print(f"flowspark: {exc}", file=sys.stderr)
+        return 1
     return 0

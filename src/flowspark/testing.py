@@ -31,7 +31,10 @@ def run_main(
     recovery_config: RecoveryConfig | None = None,
     master: str | None = None,
 ) -> None:
-    """Run ``flow`` on the embedded Spark session until every input is exhausted.
+    """Run ``flow`` on the embedded Spark session until every input has ended.
+
+    As bytewax's ``run_main``: a live source is read as its ``next_awake()``
+    paces it until it raises ``StopIteration``; nothing is dropped.
 
     ``epoch_interval=timedelta(0)`` gives every source batch its own epoch
     (micro-batch); ``recovery_config`` keeps the checkpoint so a rerun resumes.
@@ -45,7 +48,6 @@ def run_main(
     run_flow(
         flow,
         RunConfig(
-            bounded=True,
             recovery_dir=str(recovery_dir) if recovery_dir else None,
             epoch_interval=epoch_interval,
             master=master,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -17,13 +18,53 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 ENDLESS = """
+import os
+from datetime import datetime, timedelta, timezone
+
 from flowspark.connectors.stdio import StdOutput
+from flowspark.inputs import DynamicInput, StatelessSource
 from flowspark.dataflow import Dataflow
 from flowspark.testing import TestingInput
 
 def make(n):
     flow = Dataflow()
     flow.input("inp", TestingInput(range(n)))
+    flow.map(lambda x: f"item {x}")
+    flow.output("out", StdOutput())
+    return flow
+
+class _Ticks(StatelessSource):
+    # An endless live source: one item every 0.1 s, never StopIteration.
+
+    def __init__(self, fail):
+        self.i, self.due, self.fail = 0, datetime.now(timezone.utc), fail
+
+    def next_batch(self):
+        if datetime.now(timezone.utc) < self.due:
+            return []
+        self.i += 1
+        self.due = datetime.now(timezone.utc) + timedelta(seconds=0.1)
+        if self.i == 3 and self.fail == "raise":
+            raise ConnectionError("the feed went away")
+        if self.i == 3 and self.fail == "exit":
+            os._exit(3)  # the source's process dies
+        return [self.i]
+
+    def next_awake(self):
+        return self.due
+
+
+class Ticks(DynamicInput):
+    def __init__(self, fail=None):
+        self.fail = fail
+
+    def build(self, worker_index, worker_count):
+        return _Ticks(self.fail)
+
+
+def ticks(fail=None):
+    flow = Dataflow()
+    flow.input("ticks", Ticks(fail))
     flow.map(lambda x: f"item {x}")
     flow.output("out", StdOutput())
     return flow
@@ -82,13 +123,39 @@ def _ctrl_c(proc: subprocess.Popen) -> tuple[str, str, float]:
 
 
 @pytest.mark.slow
-def test_ctrl_c_stops_an_unbounded_flow_cleanly(tmp_path: Path):
-    with _running_cli(tmp_path, "endless:make(3)", "--trigger-interval", "0.2") as proc:
+def test_ctrl_c_stops_an_endless_flow_cleanly(tmp_path: Path):
+    with _running_cli(tmp_path, "endless:ticks()", "--trigger-interval", "0.2") as proc:
         first = proc.stdout.readline()  # blocks until the flow has printed
-        assert first == "item 0\n"
+        assert first == "item 1\n"
         time.sleep(1.0)
-        assert proc.poll() is None, "an unbounded flow keeps running after its input ends"
+        assert proc.poll() is None, "a flow whose input never ends keeps running"
         _ctrl_c(proc)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("recovery", [False, True])
+def test_a_run_without_bounded_ends_when_its_inputs_end(tmp_path: Path, recovery: bool):
+    args = ["-r", str(tmp_path / "rec")] if recovery else []
+    with _running_cli(tmp_path, "endless:make(2500)", *args) as proc:
+        out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-3000:]
+    assert out.splitlines() == [f"item {i}" for i in range(2500)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("fail", "message"),
+    [("raise", "step 'ticks'.*ConnectionError: the feed went away"), ("exit", "Spark stopped")],
+)
+def test_a_failing_source_ends_the_run_with_one_clear_error(
+    tmp_path: Path, fail: str, message: str
+):
+    with _running_cli(tmp_path, f"endless:ticks({fail!r})", "-r", str(tmp_path / "r")) as proc:
+        out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1, err[-3000:]
+    assert re.search(message, err), err[-3000:]
+    assert "\tat org.apache" not in err  # no JVM stack
+    assert out.splitlines()[:2] == ["item 1", "item 2"]
 
 
 @pytest.mark.slow

@@ -102,13 +102,13 @@ def test_two_inputs_run_as_one_batch_job_without_recovery(spread_over_batches):
     assert two == spread_over_batches
 
 
-def test_two_inputs_streaming_end_with_a_separate_end_of_input_batch(spread_over_batches, tmp_path):
-    # Each input's end is not the flow's end: keyed steps close on the timer path.
+def test_two_inputs_streamed_whole_in_one_batch(spread_over_batches, tmp_path):
+    # One source reads every input: both end in the first batch, so it is the whole input.
     two, report = _run(
         batch_size=len(EVENTS), per_batch=False, inputs=2, recovery_dir=str(tmp_path)
     )
     assert report.streamed
-    assert report.batches == 2
+    assert report.batches == 1
     assert two == spread_over_batches
 
 

@@ -54,20 +54,28 @@ class RunReport:
 class RunConfig:
     """How to run a flow.
 
-    ``bounded``: stop once every input is exhausted (Spark's availableNow
-    trigger); otherwise run until stopped. ``epoch_interval=timedelta(0)``
-    makes every source batch its own micro-batch (epoch), as in bytewax.
-    ``batch_job``: a bounded run without a recovery directory whose inputs fit
-    one micro-batch runs as one Spark batch job (same results, about 1 s less
-    fixed cost, see ``engine/bounded.py``); ``False`` streams it anyway.
+    ``bounded=False`` (the default, as bytewax's ``run``): run until every input
+    has ended, however its source paces itself; forever if one never ends.
+    ``bounded=True``: stop at what is available now (each input's end offsets
+    when the run starts; a bytewax-style source until it first has nothing at
+    once). ``epoch_interval=timedelta(0)`` makes every source batch its own
+    micro-batch (epoch), as in bytewax. ``trigger_interval``: the least time
+    between two micro-batches' starts (default: as soon as data is there).
+    ``max_batch_items``: the most items one micro-batch reads from each input
+    (whole source batches; Spark's ``maxOffsetsPerTrigger``), so a backlog is
+    worked off in several micro-batches. ``batch_job``: a run without a recovery
+    directory whose inputs fit one micro-batch runs as one Spark batch job (same
+    results, about 1 s less fixed cost, see ``engine/bounded.py``); ``False``
+    streams it anyway.
     """
 
-    bounded: bool = True
+    bounded: bool = False
     recovery_dir: str | None = None
     epoch_interval: timedelta | None = None
     trigger_interval: timedelta | None = None
     master: str | None = None
     verbose: bool | None = None
+    max_batch_items: int | None = None
     batch_job: bool = True
 
 
@@ -264,10 +272,11 @@ def _batch_job_reads(
 ) -> tuple[dict[int, bytes], list[tuple[int, bytes]]] | None:
     """For a run that can be one batch job: the level-0 programs by input and the
     read tasks ``(input, pickled split)``. It can when it is bounded, has nothing
-    to recover, and a fresh run's first micro-batch would hold every input whole."""
+    to recover, and a fresh run's first micro-batch would hold every input whole
+    (such inputs end there, so "until they end" and "what is available now" agree)."""
     from flowspark.engine.source import whole_input_splits
 
-    if not config.batch_job or not config.bounded or config.recovery_dir or _per_batch(config):
+    if not config.batch_job or config.recovery_dir or _per_batch(config):
         return None
     inputs = {i: plan.step(i).args["input"] for i in plan.inputs}
     # Inputs read in the planning process always stream: say so before spilling any data.
@@ -277,7 +286,8 @@ def _batch_job_reads(
     reads: list[tuple[int, bytes]] = []
     for i, inp in inputs.items():
         # As the stream's planning process would see it (TestingInput spills its data).
-        splits = whole_input_splits(pickle.loads(_pickle_spec(inp, spill_dir)), parallelism)
+        spilled = pickle.loads(_pickle_spec(inp, spill_dir))
+        splits = whole_input_splits(spilled, parallelism, config.max_batch_items)
         if splits is None:
             return None
         programs[i] = cloudpickle.dumps(StageProgram.for_level(plan, 0, [i], key_partitions))
@@ -294,43 +304,47 @@ def _stream_frame(
     parallelism: int,
     key_partitions: int,
 ) -> Any:
-    """The flow's inputs as one streaming DataFrame (a Python data source each)."""
-    from flowspark.engine.source import SourceSpec
+    """The flow's inputs as one streaming DataFrame: ONE Python data source reads
+    them all, so the flow's clock ends only when every input has ended."""
+    from flowspark.engine.source import InputSpec, SourceSpec
 
-    frames = []
-    for i in plan.inputs:
-        program = cloudpickle.dumps(StageProgram.for_level(plan, 0, [i], key_partitions))
-        spec = SourceSpec(
+    inputs = [
+        InputSpec(
             input=plan.step(i).args["input"],
             entry=i,
-            program=program,
-            per_batch_epochs=_per_batch(config),
-            parallelism=parallelism,
-            spread=parallelism,
-            stateful=plan.stateful,
-            tick_ms=_tick_ms(config) if plan.stateful and not config.bounded else None,
-            sole_input=len(plan.inputs) == 1,
+            step_id=plan.step(i).step_id,
+            program=cloudpickle.dumps(StageProgram.for_level(plan, 0, [i], key_partitions)),
         )
-        path = scratch / f"input-{i}.spec"
-        path.write_bytes(_pickle_spec(spec, spill_dir))
-        frames.append(spark.readStream.format("flowspark").option("spec", str(path)).load())
-    df = frames[0]
-    for other in frames[1:]:
-        df = df.union(other)
-    return df
+        for i in plan.inputs
+    ]
+    trigger = config.trigger_interval
+    spec = SourceSpec(
+        inputs=inputs,
+        per_batch_epochs=_per_batch(config),
+        parallelism=parallelism,
+        spread=parallelism,
+        stateful=plan.stateful,
+        until_end=not config.bounded,
+        tick_ms=_tick_ms(config) if plan.stateful and not config.bounded else None,
+        trigger_ms=int(trigger.total_seconds() * 1000) if trigger else 0,
+        max_batch_items=config.max_batch_items,
+    )
+    path = scratch / "inputs.spec"
+    path.write_bytes(_pickle_spec(spec, spill_dir))
+    return spark.readStream.format("flowspark").option("spec", str(path)).load()
 
 
 def _run_stream(
     df: Any, dispatcher: Any, config: RunConfig, checkpoint: Path, interrupted: threading.Event
 ) -> None:
-    """Start the streaming query writing through ``dispatcher`` and wait for its end."""
+    """Start the streaming query writing through ``dispatcher`` and wait for its end.
+
+    The trigger is always ``availableNow``: the source decides when the run ends
+    (every input ended, or nothing more available now with ``bounded``) and
+    paces batches itself (``trigger_interval``), see ``engine/source.py``.
+    """
     writer = df.writeStream.foreachBatch(dispatcher).option("checkpointLocation", str(checkpoint))
-    if config.bounded:
-        writer = writer.trigger(availableNow=True)
-    elif config.trigger_interval is not None:
-        seconds = config.trigger_interval.total_seconds()
-        writer = writer.trigger(processingTime=f"{int(seconds * 1000)} milliseconds")
-    query = writer.start()
+    query = writer.trigger(availableNow=True).start()
     _await(query, interrupted)
 
 
@@ -374,11 +388,38 @@ def _ctrl_c_flag() -> Iterator[threading.Event]:
 
 
 def _await(query: Any, interrupted: threading.Event) -> None:
-    """Wait for the query in short slices; stop it and raise KeyboardInterrupt on Ctrl-C."""
+    """Wait for the query in short slices; stop it and raise KeyboardInterrupt on Ctrl-C.
+
+    ``$FLOWSPARK_PROGRESS_LOG``: append every micro-batch's Spark progress (JSON,
+    with ``durationMs`` per phase) to that file, for finding where time goes.
+    """
+    log = _ProgressLog(os.environ.get("FLOWSPARK_PROGRESS_LOG"))
     while query.isActive:
         if interrupted.is_set():
             query.stop()
             raise KeyboardInterrupt
         query.awaitTermination(0.2)
+        log.write(query)
+    log.write(query)
     # Surface a failure that ended the query between two polls.
     query.awaitTermination()
+
+
+class _ProgressLog:
+    """Appends a query's new progress reports to a file (JSON lines), if one is named."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.last_batch = -1
+
+    def write(self, query: Any) -> None:
+        if not self.path:
+            return
+        import json
+
+        fresh = [p for p in query.recentProgress if p.batchId > self.last_batch]
+        if fresh:
+            with open(self.path, "a") as f:
+                for progress in fresh:
+                    f.write(json.dumps(json.loads(progress.json)) + "\n")
+            self.last_batch = fresh[-1].batchId

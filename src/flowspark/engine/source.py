@@ -1,19 +1,41 @@
-"""flowspark's Spark source: a Python Data Source streaming reader per flow input.
+"""flowspark's Spark source: ONE Python Data Source streaming reader for all of a
+flow's inputs.
 
 Offsets live in Spark's checkpoint, so a restart resumes exactly where the last
 committed micro-batch ended. The reader also runs level 0 of the flow — every
-stateless step reachable from this input — inside the read task, so items make
-a single Python pass before Spark sees them, packed in chunks.
+stateless step reachable from an input — inside the read task, so items make a
+single Python pass before Spark sees them, packed in chunks.
+
+Why one source for every input: the flow's clock (the rows' time, which is
+Spark's watermark) must reach the end of time only when *every* input has
+ended, and while one input waits (a paced live source) the others must go on
+being read. One reader sees all inputs at once, so it decides both for the
+whole flow; separate sources each decided alone, and one input's end closed
+windows the other inputs still had items for.
 
 Two ways to read, by input family:
 
 * :class:`~flowspark.inputs.SeekableInput`: offsets are integers per part; the
   planning process computes them, executors read the data (in parallel splits).
+  Such an input ends at the end offsets it has when the run first looks.
 * bytewax :class:`~flowspark.inputs.PartitionedInput` /
   :class:`~flowspark.inputs.DynamicInput`: the planning process calls
-  ``next_batch`` and ships the items inside the partitions; offsets hold the
+  ``next_batch`` as bytewax 0.17 does — when ``next_awake()`` says so, ``None``
+  meaning at once (after 1 ms when the last batch was empty) — and ships the
+  items inside the partitions; ``StopIteration`` ends a part. Offsets hold the
   batch count and ``snapshot()``, and a replayed batch is re-read from the
   snapshot it started at.
+
+Time base: the input path has ONE clock, the wall clock (``time.time()``,
+seconds since the epoch, UTC). ``next_awake()`` datetimes, wake-ups, waits,
+per-batch budgets and the rows' time are all on it.
+
+The query always runs with Spark's ``availableNow`` trigger: it ends when a
+``latestOffset`` call returns its start. That happens only when every input has
+ended (``until_end``, bytewax's ``run``) or, for a run that stops at what is
+available now (``--bounded``), when no input has anything more right now. While
+an input that has not ended has nothing yet, the reader waits for its wake-up
+(at most :data:`MAX_WAIT_SECONDS`, then a clock tick keeps the query alive).
 """
 
 from __future__ import annotations
@@ -21,7 +43,7 @@ from __future__ import annotations
 import base64
 import pickle
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,29 +59,55 @@ from flowspark.runtime.codec import (
     decode_items,
     encode_items,
 )
+from flowspark.runtime.errors import step_failure
 from flowspark.runtime.windowing import EOF_MS
 
-__all__ = ["FlowsparkSource", "SourceSpec", "whole_input_splits"]
+__all__ = ["FlowsparkSource", "InputSpec", "SourceSpec", "whole_input_splits"]
 
 # A driver-read input reads at most this many items into one micro-batch.
 DRIVER_READ_MAX_ITEMS = 1_000_000
 # ... and spends at most this long gathering them (seconds).
 DRIVER_READ_MAX_SECONDS = 1.0
+# bytewax's cooldown after an empty batch when ``next_awake()`` is None (seconds).
+EMPTY_BATCH_COOLDOWN = 0.001
+# The longest one ``latestOffset`` call waits for an input that has nothing yet
+# (seconds); then a clock tick (a batch without data) keeps the query alive, so
+# Ctrl-C and ``query.stop()`` never wait longer than this.
+MAX_WAIT_SECONDS = 1.0
+
+
+@dataclass
+class InputSpec:
+    """One flow input as the reader needs it."""
+
+    input: Input
+    entry: int  # plan index of the input step
+    step_id: str
+    program: bytes  # cloudpickled StageProgram of level 0 for this input
 
 
 @dataclass
 class SourceSpec:
-    """What the reader needs, written by the engine to a file per input."""
+    """What the reader needs, written by the engine to a file per query."""
 
-    input: Input
-    entry: int  # plan index of the input step
-    program: bytes  # cloudpickled StageProgram of level 0 for this input
+    inputs: list[InputSpec]
     per_batch_epochs: bool  # epoch_interval == 0: one source batch per micro-batch
     parallelism: int
     spread: int  # pieces per chunk bound for an exchange
     stateful: bool = False  # the flow keeps keyed state: announce the end, tick the clock
-    tick_ms: int | None = None  # unbounded stateful runs: a clock tick at least this often
-    sole_input: bool = False  # the flow has no other input: this input's end is the flow's
+    until_end: bool = True  # run until every input ends (else: what is available now)
+    tick_ms: int | None = None  # stateful runs: a clock tick at least this often
+    trigger_ms: int = 0  # the least time between two micro-batches' starts
+    max_batch_items: int | None = None  # the most items one micro-batch reads per input
+
+
+def _now() -> float:
+    """The input path's one clock: wall time in seconds since the epoch (UTC)."""
+    return time.time()
+
+
+def _ms(seconds: float) -> int:
+    return int(seconds * 1000)
 
 
 class _MarkerSplit(Split):
@@ -87,27 +135,47 @@ def _unb64(text: str) -> Any:
     return pickle.loads(base64.b64decode(text))
 
 
-class _SeekableOffsets:
-    """Offsets of a :class:`SeekableInput`: ``{"parts": {part: int}}``."""
+def _calling(step_id: str, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """Call the user's input code; a failure names the input step and the part."""
+    try:
+        return fn(*args)
+    except StopIteration:
+        raise
+    except Exception as exc:
+        raise step_failure(step_id, fn, what, exc) from exc
 
-    def __init__(self, inp: SeekableInput, per_batch_epochs: bool, parallelism: int) -> None:
-        self.input = inp
+
+class _SeekableOffsets:
+    """Offsets of a :class:`SeekableInput`: ``{"parts": {part: int}}``.
+
+    The input ends at the end offsets it had when first asked (its target).
+    """
+
+    def __init__(
+        self,
+        spec: InputSpec,
+        per_batch_epochs: bool,
+        parallelism: int,
+        max_batch_items: int | None = None,
+    ) -> None:
+        self.spec = spec
+        self.input: SeekableInput = spec.input  # type: ignore[assignment]
+        self.max_batch_items = max_batch_items
         self.per_batch_epochs = per_batch_epochs
         self.parallelism = parallelism
         self.target: dict[str, int] | None = None
 
-    def prepare_available_now(self) -> None:
-        self.target = {p: self.input.end_offset(p) for p in self.input.list_parts()}
+    def _target(self) -> dict[str, int]:
+        if self.target is None:
+            inp = self.input
+            parts = _calling(self.spec.step_id, "list_parts()", inp.list_parts)
+            self.target = {p: inp.end_offset(p) for p in parts}
+        return self.target
 
-    def latest(self, start: dict) -> dict:
+    def latest(self, start: dict, budget_items: int) -> dict:
         begun = start.get("parts", {})
-        parts = (
-            self.target
-            if self.target is not None
-            else {p: self.input.end_offset(p) for p in self.input.list_parts()}
-        )
         latest: dict[str, int] = {}
-        for part, available in parts.items():
+        for part, available in self._target().items():
             s = begun.get(part, 0)
             e = max(s, available)
             if e > s:
@@ -115,10 +183,22 @@ class _SeekableOffsets:
                     e = self.input.offset_after(part, s, e, 1)
                 else:
                     e = self.input.batch_limit(part, s, e)
+                if self.max_batch_items is not None:
+                    # A per-batch cap: whole source batches, as many as the items allow.
+                    batches = max(1, budget_items // max(1, self.input.batch_size))
+                    e = self.input.offset_after(part, s, e, batches)
+                    budget_items = max(1, budget_items - (batches * self.input.batch_size))
             latest[part] = e
         for part, s in begun.items():
             latest.setdefault(part, s)
         return {"parts": latest}
+
+    def ended(self, data: dict) -> bool:
+        parts = data.get("parts", {})
+        return all(parts.get(p, 0) >= e for p, e in self._target().items())
+
+    def next_wake(self) -> float | None:
+        return None  # never waits: its data is there
 
     def splits(self, start: dict, end: dict) -> list[Split]:
         begun = start.get("parts", {})
@@ -131,8 +211,13 @@ class _SeekableOffsets:
             out.extend(self.input.splits(part, s, e, pieces))
         return out
 
+    def commit(self, end: dict) -> None:
+        pass
 
-def whole_input_splits(inp: Input, parallelism: int) -> list[Split] | None:
+
+def whole_input_splits(
+    inp: Input, parallelism: int, max_batch_items: int | None = None
+) -> list[Split] | None:
     """The splits of a fresh run's first micro-batch when it would hold ``inp`` whole.
 
     ``None`` when it would not (more data than one batch reads) or when ``inp`` is
@@ -140,9 +225,10 @@ def whole_input_splits(inp: Input, parallelism: int) -> list[Split] | None:
     """
     if not isinstance(inp, SeekableInput):
         return None
-    offsets = _SeekableOffsets(inp, per_batch_epochs=False, parallelism=parallelism)
-    first = offsets.latest({})
-    if offsets.latest(first) != first:
+    spec = InputSpec(inp, entry=0, step_id="input", program=b"")
+    offsets = _SeekableOffsets(spec, False, parallelism, max_batch_items)
+    first = offsets.latest({}, max_batch_items or DRIVER_READ_MAX_ITEMS)
+    if not offsets.ended(first):
         return None
     return offsets.splits({}, first)
 
@@ -151,36 +237,44 @@ class _DriverReadOffsets:
     """Offsets of a bytewax input read in the planning process.
 
     ``{"parts": {part: {"n": batches read, "state": snapshot}}, "eof": [parts]}``
+
+    ``until_end``: a part is read until ``StopIteration``, when its ``next_awake``
+    says. Otherwise (what is available now) a part is done for this run the first
+    time it has nothing at once; it is not marked ended, so a later run reads on.
     """
 
-    def __init__(self, spec: SourceSpec) -> None:
+    def __init__(self, spec: InputSpec, per_batch_epochs: bool, until_end: bool) -> None:
         self.spec = spec
+        self.per_batch_epochs = per_batch_epochs
+        self.until_end = until_end
         self.sources: dict[str, Any] = {}
         self.states: dict[str, dict] = {}
         self.eof: set[str] = set()
+        self.drained: set[str] = set()  # nothing more available now (not until_end)
         self.buffer: dict[str, list[tuple[int, list[Any]]]] = {}  # part -> [(n after, items)]
-        self.wake: dict[str, float] = {}
-        self.drain = False
+        self.wake: dict[str, float] = {}  # part -> wall time it may be read again
+        self.opened = False
 
-    def prepare_available_now(self) -> None:
-        self.drain = True
+    def _call(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+        return _calling(self.spec.step_id, what, fn, *args)
 
     def _parts(self) -> list[str]:
         inp = self.spec.input
         if isinstance(inp, PartitionedInput):
-            return list(inp.list_parts())
+            return list(self._call("list_parts()", inp.list_parts))
         return ["dynamic"]
 
     def _build(self, part: str, state: Any) -> Any:
         inp = self.spec.input
         if isinstance(inp, PartitionedInput):
-            return inp.build_part(part, state)
+            return self._call(f"build_part({part!r})", inp.build_part, part, state)
         assert isinstance(inp, DynamicInput)
-        return inp.build(0, 1)
+        return self._call("build(0, 1)", inp.build, 0, 1)
 
     def _open(self, start: dict) -> None:
-        if self.sources:
+        if self.opened:
             return
+        self.opened = True
         begun = start.get("parts", {})
         self.eof = set(start.get("eof", []))
         for part in self._parts():
@@ -192,47 +286,66 @@ class _DriverReadOffsets:
 
     def _snapshot(self, part: str, n: int) -> dict:
         source = self.sources[part]
-        state = source.snapshot() if hasattr(source, "snapshot") else None
+        snapshot = getattr(source, "snapshot", None)
+        state = self._call(f"part {part!r}: snapshot()", snapshot) if snapshot else None
         return {"n": n, "state": _b64(state) if state is not None else None}
 
+    def _end_part(self, part: str) -> None:
+        self.eof.add(part)
+        source = self.sources.pop(part)
+        self._call(f"part {part!r}: close()", source.close)
+
+    def _live(self) -> list[str]:
+        return [p for p in self.sources if p not in self.drained]
+
     def _pull(self, part: str, budget: int, deadline: float) -> int:
+        """Read ``part`` while it has items at once; never wait for a wake-up."""
         source = self.sources[part]
         got = 0
-        while got < budget and time.monotonic() < deadline and part not in self.eof:
-            if time.monotonic() < self.wake.get(part, 0.0):
-                if not self.drain:
-                    break
-                time.sleep(min(0.05, self.wake[part] - time.monotonic()))
-                continue
-            try:
-                items = list(source.next_batch())
-            except StopIteration:
-                self.eof.add(part)
-                source.close()
+        while got < budget and _now() < deadline:
+            if _now() < self.wake.get(part, 0.0):
+                if not self.until_end:
+                    self.drained.add(part)
                 break
-            awake = source.next_awake()
-            self.wake[part] = awake.timestamp() if awake is not None else 0.0
+            try:
+                items = list(self._call(f"part {part!r}: next_batch()", source.next_batch))
+            except StopIteration:
+                self._end_part(part)
+                break
+            awake = self._call(f"part {part!r}: next_awake()", source.next_awake)
+            if awake is not None:
+                self.wake[part] = awake.timestamp()  # an aware datetime: wall clock
+            elif not items:
+                self.wake[part] = _now() + EMPTY_BATCH_COOLDOWN
+            else:
+                self.wake[part] = 0.0
             if not items:
-                if awake is None:
-                    self.wake[part] = time.monotonic() + 0.001
-                if not self.drain:
-                    break
-                continue
+                if not self.until_end:
+                    self.drained.add(part)
+                break
             n = self.states[part]["n"] + 1
             self.states[part] = self._snapshot(part, n)
             self.buffer.setdefault(part, []).append((n, items))
             got += len(items)
-            if self.spec.per_batch_epochs:
+            if self.per_batch_epochs:
                 break
         return got
 
-    def latest(self, start: dict) -> dict:
+    def latest(self, start: dict, budget_items: int) -> dict:
         self._open(start)
-        deadline = time.monotonic() + DRIVER_READ_MAX_SECONDS
-        for part in list(self.sources):
-            if part not in self.eof:
-                self._pull(part, DRIVER_READ_MAX_ITEMS, deadline)
+        deadline = _now() + DRIVER_READ_MAX_SECONDS
+        for part in self._live():
+            got = self._pull(part, budget_items, deadline)
+            budget_items = max(1, budget_items - got)
         return {"parts": dict(self.states), "eof": sorted(self.eof)}
+
+    def ended(self, data: dict) -> bool:
+        return not self._live()
+
+    def next_wake(self) -> float | None:
+        """The earliest wall time a live part may have items (``None``: none live)."""
+        wakes = [self.wake.get(p, 0.0) for p in self._live()]
+        return min(wakes) if wakes else None
 
     def splits(self, start: dict, end: dict) -> list[Split]:
         begun = start.get("parts", {})
@@ -249,19 +362,25 @@ class _DriverReadOffsets:
         return out
 
     def _reread(self, part: str, pos: dict | None, batches: int) -> list[list[Any]]:
+        """Read ``batches`` non-empty batches again from the snapshot at ``pos``,
+        honouring the source's pacing as the first read did."""
         state = _unb64(pos["state"]) if pos and pos.get("state") else None
         source = self._build(part, state)
         chunks: list[list[Any]] = []
         try:
             while len(chunks) < batches:
                 try:
-                    items = list(source.next_batch())
+                    items = list(self._call(f"part {part!r}: next_batch()", source.next_batch))
                 except StopIteration:
                     break
                 if items:
                     chunks.append(items)
+                    continue
+                awake = self._call(f"part {part!r}: next_awake()", source.next_awake)
+                wake = awake.timestamp() if awake is not None else _now() + EMPTY_BATCH_COOLDOWN
+                time.sleep(min(MAX_WAIT_SECONDS, max(0.0, wake - _now())))
         finally:
-            source.close()
+            self._call(f"part {part!r}: close()", source.close)
         return chunks
 
     def commit(self, end: dict) -> None:
@@ -272,104 +391,149 @@ class _DriverReadOffsets:
 
 
 class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """The stream reader; the planning process keeps one per query run."""
+    """The stream reader; the planning process keeps one per query run.
+
+    Offsets: ``{"inputs": {entry: input offsets}, "t": batch time (ms), "eof":
+    the end was announced, "whole": the whole input is in this first batch}``.
+    """
 
     def __init__(self, spec_path: str, spec: SourceSpec) -> None:
         self.spec_path = spec_path
-        self.program = spec.program
-        self.entry = spec.entry
+        self.programs = {str(i.entry): i.program for i in spec.inputs}
         self.spread = spec.spread
         self.stateful = spec.stateful
+        self.until_end = spec.until_end
         self.tick_ms = spec.tick_ms
-        self.sole_input = spec.sole_input
-        self._offsets: Any = None
+        self.trigger_ms = spec.trigger_ms
+        self.max_batch_items = spec.max_batch_items
+        self._offsets: dict[str, Any] | None = None
 
     # -- planning process (driver side) ----------------------------------------
 
-    def _manager(self) -> Any:
+    def _managers(self) -> dict[str, Any]:
         if self._offsets is None:
             with open(self.spec_path, "rb") as f:
                 spec: SourceSpec = pickle.load(f)
-            if isinstance(spec.input, SeekableInput):
-                self._offsets = _SeekableOffsets(
-                    spec.input, spec.per_batch_epochs, spec.parallelism
-                )
-            else:
-                self._offsets = _DriverReadOffsets(spec)
+            managers: dict[str, Any] = {}
+            for inp in spec.inputs:
+                if isinstance(inp.input, SeekableInput):
+                    manager: Any = _SeekableOffsets(
+                        inp, spec.per_batch_epochs, spec.parallelism, spec.max_batch_items
+                    )
+                else:
+                    manager = _DriverReadOffsets(inp, spec.per_batch_epochs, spec.until_end)
+                managers[str(inp.entry)] = manager
+            self._offsets = managers
         return self._offsets
 
     def initialOffset(self) -> dict:
-        return {"data": {"parts": {}}, "t": 0}
+        return {"inputs": {}, "t": 0}
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._available_now = True
-        self._manager().prepare_available_now()
+        self._managers()
+
+    def _gather(self, begun: dict) -> tuple[dict, bool]:
+        """Every input's latest offsets and whether every input has ended."""
+        data = {}
+        budget = self.max_batch_items or DRIVER_READ_MAX_ITEMS
+        for entry, manager in self._managers().items():
+            data[entry] = manager.latest(begun.get(entry, {}), budget)
+        ended = all(m.ended(data[e]) for e, m in self._managers().items())
+        return data, ended
+
+    def _wait_for_data(self, begun: dict, started: float) -> tuple[dict, bool]:
+        """Gather; while nothing came and some input may still send, wait for the
+        earliest wake-up (never past :data:`MAX_WAIT_SECONDS`, or the clock tick
+        a keyed flow needs) and gather again."""
+        limit = MAX_WAIT_SECONDS
+        if self.tick_ms is not None:
+            limit = min(limit, self.tick_ms / 1000)
+        while True:
+            data, ended = self._gather(begun)
+            if data != begun or ended or not self.until_end:
+                return data, ended
+            wakes = [w for m in self._managers().values() if (w := m.next_wake()) is not None]
+            now = _now()
+            give_up = started + limit
+            if now >= give_up:
+                return data, ended
+            wake = min(wakes) if wakes else give_up
+            time.sleep(max(0.0, min(wake, give_up) - now))
 
     def latestOffset(self, start: dict, limit: Any = None) -> dict:
-        manager = self._manager()
-        data = manager.latest(start["data"])
-        now = time.time_ns() // 1_000_000
+        begun = start.get("inputs", {})
         if start.get("eof"):
-            if data != start["data"]:
+            data, _ = self._gather(begun)
+            if data != begun:
                 raise RuntimeError(
-                    "flowspark: this recovery directory holds a keyed flow whose bounded "
-                    "input already ended (every window closed); new input cannot join it. "
+                    "flowspark: this recovery directory holds a keyed flow whose input "
+                    "already ended (every window closed); new input cannot join it. "
                     "Run it with a new recovery directory."
                 )
             return start
-        ending = self.stateful and getattr(self, "_available_now", False)
-        if data != start["data"]:
-            if ending and manager.latest(data) == data:
-                if self.sole_input and start["t"] == 0:
+        if self.until_end and self.trigger_ms and start["t"]:
+            # A trigger interval: the next batch starts no sooner than this.
+            pause = (start["t"] + self.trigger_ms) / 1000 - _now()
+            if pause > 0:
+                time.sleep(pause)
+        started = _now()
+        data, ended = self._wait_for_data(begun, started)
+        now = _ms(_now())
+        t = max(now, start["t"])
+        if data != begun:
+            if self.stateful and ended:
+                if start["t"] == 0:
                     # The whole input in the first batch of a fresh run: keyed steps
                     # close everything within it (rows carry WHOLE_INPUT_MS).
-                    return {"data": data, "t": now, "eof": True, "whole": True}
+                    return {"inputs": data, "t": t, "eof": True, "whole": True}
                 # The last data: the same batch announces the end, so every timer
                 # fires in the batch right after (one batch sooner).
-                return {"data": data, "t": max(now, start["t"]), "eof": True}
-            return {"data": data, "t": max(now, start["t"])}
-        if not self.stateful:
-            return start
-        if ending:
-            # Announce the end: the watermark jumps to the end of time, every timer fires.
-            return {"data": data, "t": EOF_MS, "eof": True}
-        if self.tick_ms is not None and now - start["t"] >= self.tick_ms:
-            return {"data": data, "t": now}  # a clock tick: timers due by now fire
-        return start
+                return {"inputs": data, "t": t, "eof": True}
+            return {"inputs": data, "t": t}
+        if ended:
+            if self.stateful:
+                # Announce the end: the watermark jumps to the end of time, every timer fires.
+                return {"inputs": data, "t": EOF_MS, "eof": True}
+            return start  # nothing more will come: the query ends
+        if not self.until_end:
+            return start  # nothing more available now: the query ends
+        # Still waiting for an input that has not ended: a clock tick keeps the
+        # query alive (and lets keyed steps' system-time timers fire).
+        return {"inputs": data, "t": t}
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         ts = WHOLE_INPUT_MS if end.get("whole") else end["t"]
-        parts = [
-            InputPartition((split, ts))
-            for split in self._manager().splits(start["data"], end["data"])
-        ]
+        begun = start.get("inputs", {})
+        parts = []
+        for entry, manager in self._managers().items():
+            for split in manager.splits(begun.get(entry, {}), end["inputs"].get(entry, {})):
+                parts.append(InputPartition((entry, split, ts)))
         if end.get("eof") and not start.get("eof") and not end.get("whole"):
-            parts.append(InputPartition((_MarkerSplit(), EOF_MS)))
+            parts.append(InputPartition((None, _MarkerSplit(), EOF_MS)))
         elif not parts and self.stateful:
-            parts.append(InputPartition((_MarkerSplit(), ts)))
+            parts.append(InputPartition((None, _MarkerSplit(), ts)))
         return parts
 
     def commit(self, end: dict) -> None:
-        manager = self._manager()
-        if hasattr(manager, "commit"):
-            manager.commit(end["data"])
+        for entry, manager in self._managers().items():
+            manager.commit(end["inputs"].get(entry, {}))
 
     # -- executors ---------------------------------------------------------------
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         from flowspark.runtime.task import rows_to_batch, run_program, task_context
 
-        split, ts = partition.value
-        if isinstance(split, _MarkerSplit):
+        entry, split, ts = partition.value
+        if entry is None:
             yield rows_to_batch([MARKER_PORT], [None], [b""], ts)
             return
-        program = pickle.loads(self.program)
-        feeds = ((self.entry, items) for items in split.read())
+        program = pickle.loads(self.programs[entry])
+        feeds = ((int(entry), items) for items in split.read())
         yield from run_program(program, feeds, task_context(), self.spread, ts)
 
 
 class FlowsparkSource(DataSource):
-    """``spark.readStream.format("flowspark").option("spec", path)``: one flow input."""
+    """``spark.readStream.format("flowspark").option("spec", path)``: a flow's inputs."""
 
     @classmethod
     def name(cls) -> str:

@@ -1,0 +1,129 @@
+"""SIGKILL a flow reading a live, paced bytewax input; restart it: exactly once.
+
+The input is a ``PartitionedInput`` whose parts pace themselves with
+``next_awake()`` (different speeds) and resume from ``snapshot()``. The run has
+no ``--bounded``: it ends by itself when every part has raised StopIteration.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+FLOW = """
+from datetime import datetime, timedelta, timezone
+
+from flowspark.connectors.files import FileOutput
+from flowspark.dataflow import Dataflow
+from flowspark.inputs import PartitionedInput, StatefulSource
+
+PARTS = {{"a": (300, 0.01), "b": (120, 0.03), "c": (0, 0.001)}}
+
+
+class Paced(StatefulSource):
+    def __init__(self, part, n, every, i):
+        self.part, self.n, self.every, self.i = part, n, timedelta(seconds=every), i
+        self.due = datetime.now(timezone.utc)
+
+    def next_batch(self):
+        if self.i >= self.n:
+            raise StopIteration
+        now = datetime.now(timezone.utc)
+        if now < self.due:
+            return []
+        self.due = now + self.every
+        self.i += 1
+        return [(self.part, self.i)]
+
+    def next_awake(self):
+        return self.due
+
+    def snapshot(self):
+        return self.i
+
+
+class PacedInput(PartitionedInput):
+    def list_parts(self):
+        return list(PARTS)
+
+    def build_part(self, for_part, resume_state):
+        n, every = PARTS[for_part]
+        return Paced(for_part, n, every, resume_state or 0)
+
+
+flow = Dataflow()
+flow.input("live", PacedInput())
+if {keyed!r}:
+    flow.stateful_map("running", lambda: 0, lambda total, n: (total + n, (n, total + n)))
+    flow.map(lambda kv: f"{{kv[0]}} {{kv[1][0]}} {{kv[1][1]}}")
+else:
+    flow.map(lambda kv: f"{{kv[0]}} {{kv[1]}}")
+flow.output("out", FileOutput({out!r}))
+"""
+
+
+def _expected(keyed: bool) -> list[str]:
+    lines = []
+    for part, n in (("a", 300), ("b", 120)):
+        total = 0
+        for i in range(1, n + 1):
+            total += i
+            lines.append(f"{part} {i} {total}" if keyed else f"{part} {i}")
+    return lines
+
+
+def _start(flow_file: Path, recovery: Path) -> subprocess.Popen:
+    cmd = [
+        sys.executable, "-m", "flowspark.run", f"{flow_file}:flow",
+        "--master", "local[2]", "-r", str(recovery),
+    ]  # fmt: skip
+    return subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("keyed", "kill_after_lines"), [(False, 40), (False, 250), (True, 150)])
+def test_sigkill_a_live_paced_input_then_restart_yields_every_item_once(
+    tmp_path: Path, keyed: bool, kill_after_lines: int
+):
+    out = tmp_path / "out.txt"
+    flow_file = tmp_path / "liveflow.py"
+    flow_file.write_text(FLOW.format(out=str(out), keyed=keyed))
+    recovery = tmp_path / "recovery"
+    expected = _expected(keyed)
+
+    proc = _start(flow_file, recovery)
+    deadline = time.monotonic() + 240
+    while len(_lines(out)) < kill_after_lines and proc.poll() is None:
+        assert time.monotonic() < deadline, "the flow made no progress"
+        time.sleep(0.01)
+    killed_mid_run = proc.poll() is None
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert killed_mid_run and len(_lines(out)) < len(expected), "kill landed after the end"
+
+    proc = _start(flow_file, recovery)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err.decode()[-3000:]
+    lines = _lines(out)
+    duplicates = [line for line, n in Counter(lines).items() if n > 1]
+    assert not duplicates, f"{len(duplicates)} lines written twice, e.g. {duplicates[:3]}"
+    assert sorted(lines) == sorted(expected)
+    for part in ("a", "b"):  # each part's items in order
+        assert [x for x in lines if x[0] == part] == [x for x in expected if x[0] == part]
