@@ -196,3 +196,32 @@ def test_input_code_errors_name_the_input_step():
     flow.output("out", TestingOutput([]))
     with pytest.raises(Exception, match="my_source.*no connection"):
         run_main(flow)
+
+
+@pytest.mark.parametrize("epoch_interval", [None, timedelta(0)])
+def test_two_numaflow_sources_of_different_lengths_into_a_reduce_stream(epoch_interval):
+    from flowspark.reducestreamer import Datum, Message
+
+    async def count(keys, datums, output, metadata):
+        n = 0
+        async for _ in datums:
+            n += 1
+        await output.put(Message(str(n).encode(), keys=keys))
+
+    t0 = datetime(2024, 1, 1, tzinfo=UTC)
+
+    def datums(n: int) -> list[Datum]:
+        return [
+            Datum(keys=["k"], value=b"v", event_time=t0 + timedelta(seconds=s), watermark=t0)
+            for s in range(n)
+        ]
+
+    flow = Dataflow()
+    short = flow.input("short", TestingInput(datums(4)))
+    long = flow.input("long", TestingInput(datums(12)))
+    out: list[Any] = []
+    short.merge(long).reduce_stream("count", count, timedelta(seconds=60)).output(
+        "out", TestingOutput(out)
+    )
+    run_main(flow, epoch_interval=epoch_interval)
+    assert [d.value for d in out] == [b"16"]

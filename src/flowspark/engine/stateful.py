@@ -28,12 +28,13 @@ from typing import Any
 
 from pyspark.sql import Row
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
-from pyspark.sql.types import BinaryType, StructField, StructType
+from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
 from flowspark.runtime.codec import (
     BUCKET_SEPARATOR,
     KEY_SEPARATOR,
     LATE_COUNT_PORT,
+    STATE_BUCKET_SEPARATOR,
     STDOUT_PORT,
     WHOLE_INPUT_MS,
     decode_items,
@@ -45,6 +46,7 @@ from flowspark.runtime.windowing import EOF_MS, from_ms, to_ms
 __all__ = ["LevelProcessor", "keyed_level"]
 
 _BLOB = StructType([StructField("blob", BinaryType())])
+_USER_KEY = StructType([StructField("key", StringType())])
 _WHOLE_INPUT_TS = from_ms(WHOLE_INPUT_MS)
 # A whole-input partition's results leave in pieces of about this many items.
 _WHOLE_INPUT_FLUSH = 65536
@@ -82,6 +84,10 @@ class LevelProcessor(StatefulProcessor):
         self.handle = handle
         self.state = handle.getValueState("flowspark", _BLOB)
         self.wal = _ListStateWal(handle.getListState("wal", _BLOB)) if self.uses_wal else None
+        # A state bucket (grouping key ``port\x1db``): each user key's state in a
+        # map, and the bucket's wake times ({user key: ms}) in one blob.
+        self.key_states = handle.getMapState("keys", _USER_KEY, _BLOB)
+        self.bucket_wakes = handle.getValueState("wakes", _BLOB)
         if _on_driver(handle):
             return  # Spark only collects the state's schemas there
         self.load()
@@ -104,6 +110,9 @@ class LevelProcessor(StatefulProcessor):
         now = max(_ms(r.ts) for r in rows)
         if composite is None:
             yield from self.pass_through(rows, now)
+            return
+        if STATE_BUCKET_SEPARATOR in composite:
+            yield from self.bucket_values(composite, rows, now, timerValues)
             return
         if KEY_SEPARATOR not in composite:  # a partition's keys: the whole input is here
             wall = timerValues.getCurrentProcessingTimeInMs()
@@ -130,9 +139,12 @@ class LevelProcessor(StatefulProcessor):
         composite = key[0]
         if composite is None:
             return
+        now = timerValues.getCurrentWatermarkInMs() + WATERMARK_LAG_MS
+        if STATE_BUCKET_SEPARATOR in composite:
+            yield from self.bucket_timer(composite, now)
+            return
         port_text, user_key = composite.split(KEY_SEPARATOR, 1)
         port = int(port_text)
-        now = timerValues.getCurrentWatermarkInMs() + WATERMARK_LAG_MS
         logic = self.logics[port]
         extra = (self.wal,) if logic.uses_wal else ()
         yield from self._step(
@@ -154,6 +166,79 @@ class LevelProcessor(StatefulProcessor):
             outcome = call(state)
         self._store(outcome, wake, fired)
         yield from self._emit(port, outcome, now, captured.take())
+
+    # -- state buckets ---------------------------------------------------------------
+
+    def bucket_values(
+        self, composite: str, rows: list[Row], now: int, timer_values: Any
+    ) -> Iterator[Row]:
+        """One bucket's rows: every key's values in arrival order, handled key by key
+        (in key order, as Spark hands keys over one by one), then emitted at once."""
+        port = int(composite.split(STATE_BUCKET_SEPARATOR, 1)[0])
+        logic = self.logics[port]
+        by_key: dict[str, list[tuple[int, Any]]] = {}
+        for order, payload in sorted(decode_ordered(r.data) for r in rows):
+            for user_key, data in pickle.loads(payload):
+                by_key.setdefault(user_key, []).append((order, decode_items(data)))
+        if now >= EOF_MS:  # flushed by an upstream keyed step as the input ended
+            wall = timer_values.getCurrentProcessingTimeInMs()
+            call = lambda k, state, values: logic.on_values_at_end(k, state, values, wall)  # noqa: E731
+        else:
+            call = lambda k, state, values: logic.on_values(k, state, values, now)  # noqa: E731
+        yield from self._bucket_step(
+            port, sorted(by_key), lambda k, state: call(k, state, _values(by_key[k])), now
+        )
+
+    def bucket_timer(self, composite: str, now: int) -> Iterator[Row]:
+        """A bucket's timer fired: every key whose wake time has come gets its turn."""
+        port = int(composite.split(STATE_BUCKET_SEPARATOR, 1)[0])
+        logic = self.logics[port]
+        due = lambda wakes: sorted(k for k, at in wakes.items() if at <= now)  # noqa: E731
+        yield from self._bucket_step(
+            port, due, lambda k, state: logic.on_timer(k, state, now), now, fired=True
+        )
+
+    def _bucket_step(
+        self, port: int, keys: Any, call: Any, now: int, fired: bool = False
+    ) -> Iterator[Row]:
+        """Run ``call(key, state)`` for ``keys`` of a bucket (a list, or a function of
+        the bucket's wake times); store states, wake times and the bucket's one timer
+        (at its earliest wake time); emit what the keys produced, in key order."""
+        from flowspark.runtime.task import capture_stdout
+
+        stored = self.bucket_wakes.get()
+        wakes: dict[str, int] = pickle.loads(stored[0]) if stored else {}
+        earliest = min(wakes.values(), default=None)
+        total = Outcome(None)
+        with capture_stdout() as captured:
+            for user_key in keys(wakes) if callable(keys) else keys:
+                row = self.key_states.getValue((user_key,))
+                outcome = call(user_key, pickle.loads(row[0]) if row else None)
+                if outcome.state is not None:
+                    blob = pickle.dumps(outcome.state, protocol=5)
+                    self.key_states.updateValue((user_key,), (blob,))
+                elif row is not None:
+                    self.key_states.removeKey((user_key,))
+                if outcome.wake is not None:
+                    wakes[user_key] = outcome.wake
+                else:
+                    wakes.pop(user_key, None)
+                total.emitted += outcome.emitted
+                total.late += outcome.late
+        if wakes:
+            self.bucket_wakes.update((pickle.dumps(wakes, protocol=5),))
+        elif stored:
+            self.bucket_wakes.clear()
+        soonest = min(wakes.values(), default=None)
+        if fired:  # Spark deletes the timer that fired
+            if soonest is not None:
+                self.handle.registerTimer(soonest - WATERMARK_LAG_MS)
+        elif soonest != earliest:
+            if earliest is not None:
+                self.handle.deleteTimer(earliest - WATERMARK_LAG_MS)
+            if soonest is not None:
+                self.handle.registerTimer(soonest - WATERMARK_LAG_MS)
+        yield from self._emit(port, total, now, captured.take())
 
     def whole_input(self, composite: str, datas: list[bytes], now: int) -> Iterator[Row]:
         """A partition's keys when the batch holds the whole input: each key's values

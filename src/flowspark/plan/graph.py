@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 from flowspark.api.dataflow import Dataflow
 from flowspark.api.steps import Step
 
-__all__ = ["Plan", "build_plan", "EXCHANGE_KINDS", "STATEFUL_KINDS", "SINK_PORT_BASE"]
+__all__ = [
+    "Plan",
+    "build_plan",
+    "EXCHANGE_KINDS",
+    "STATEFUL_KINDS",
+    "PER_KEY_KINDS",
+    "SINK_PORT_BASE",
+]
 
 # Steps whose output moves to other partitions (their children run a level up).
 EXCHANGE_KINDS = frozenset({"redistribute"})
@@ -34,6 +41,9 @@ STATEFUL_KINDS = frozenset(
         "reduce_stream",
     }
 )
+# Keyed steps that keep their state per key rather than in buckets of keys: the
+# Numaflow kinds, whose handlers' write-ahead log is a list per key.
+PER_KEY_KINDS = frozenset({"accumulate", "reduce_stream"})
 # Rows whose port is SINK_PORT_BASE + i carry items for the plan's i-th output.
 SINK_PORT_BASE = 1 << 20
 

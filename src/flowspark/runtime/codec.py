@@ -43,6 +43,7 @@ __all__ = [
     "KEY_SEPARATOR",
     "WHOLE_INPUT_MS",
     "BUCKET_SEPARATOR",
+    "STATE_BUCKET_SEPARATOR",
     "encode_items",
     "encode_range",
     "decode_items",
@@ -64,6 +65,10 @@ KEY_SEPARATOR = "\x1f"
 # ... or f"{port}{BUCKET_SEPARATOR}{n}" for all keys bound to one partition (rows of
 # a whole-input batch, see runtime/task.KeyedBuffer).
 BUCKET_SEPARATOR = "\x1e"
+# ... or f"{port}{STATE_BUCKET_SEPARATOR}{b}" for the keys of state bucket ``b`` (a
+# streamed batch: one row per step, bucket and upstream chunk, see
+# runtime/partitioning.state_bucket and engine/stateful.LevelProcessor).
+STATE_BUCKET_SEPARATOR = "\x1d"
 # Rows of a bounded run whose whole input fits its first micro-batch carry this
 # time instead of the batch's: the input ends within that batch, so keyed steps
 # handle their values and close everything at once (no end-of-input batch).

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
-from flowspark.plan.graph import STATEFUL_KINDS, Plan
+from flowspark.plan.graph import PER_KEY_KINDS, STATEFUL_KINDS, Plan
 from flowspark.runtime.errors import step_failure
 
 __all__ = ["StageContext", "StageProgram", "Node"]
@@ -136,6 +136,7 @@ class StageProgram:
         orders: dict[int, list[int]],
         keyed: dict[int, tuple[str, Callable[[Any, Any], Any] | None]],
         key_partitions: int = 1,
+        bucketed: frozenset[int] = frozenset(),
     ) -> None:
         self.nodes = nodes
         self.orders = orders
@@ -144,6 +145,9 @@ class StageProgram:
         # How many partitions the keyed exchange after this level has (Spark's
         # shuffle partitions): where a key's rows go, see runtime/partitioning.py.
         self.key_partitions = key_partitions
+        # Keyed ports whose keys travel and keep state in buckets (every keyed kind
+        # but the Numaflow ones, whose write-ahead log is kept per key).
+        self.bucketed = bucketed
 
     @classmethod
     def for_level(
@@ -185,7 +189,8 @@ class StageProgram:
             for child, _ in node.remote_children
             if plan.step(child).kind in STATEFUL_KINDS
         }
-        return cls(nodes, orders, keyed, key_partitions)
+        bucketed = frozenset(p for p in keyed if plan.step(p).kind not in PER_KEY_KINDS)
+        return cls(nodes, orders, keyed, key_partitions, bucketed)
 
     def run(self, entry: int, items: Items, ctx: StageContext) -> list[tuple[int, Items]]:
         """Push ``items`` into step ``entry``; return ``(port, items)`` leaving this level.

@@ -21,6 +21,7 @@ from flowspark.plan.graph import SINK_PORT_BASE
 from flowspark.runtime.codec import (
     BUCKET_SEPARATOR,
     KEY_SEPARATOR,
+    STATE_BUCKET_SEPARATOR,
     STDOUT_PORT,
     WHOLE_INPUT_MS,
     encode_items,
@@ -28,7 +29,7 @@ from flowspark.runtime.codec import (
     encode_range,
 )
 from flowspark.runtime.errors import step_failure
-from flowspark.runtime.partitioning import key_for_partition, spark_partition
+from flowspark.runtime.partitioning import key_for_partition, spark_partition, state_bucket
 from flowspark.runtime.stage import Items, StageContext, StageProgram
 from flowspark.runtime.stateful import check_keyed
 
@@ -238,10 +239,24 @@ class KeyedBuffer:
         for port, by_key in groups.items():
             if self.whole:
                 yield from self._drain_whole(port, by_key, order)
-                continue
-            for key, values in by_key.items():
-                data = encode_ordered(order, encode_items(values))
-                yield port, f"{port}{KEY_SEPARATOR}{key}", data
+            elif port in self.program.bucketed:
+                yield from self._drain_buckets(port, by_key, order)
+            else:
+                for key, values in by_key.items():
+                    data = encode_ordered(order, encode_items(values))
+                    yield port, f"{port}{KEY_SEPARATOR}{key}", data
+
+    @staticmethod
+    def _drain_buckets(
+        port: int, by_key: dict[str, list[Any]], order: int
+    ) -> Iterator[tuple[int, str, bytes]]:
+        """One row per state bucket: the pickled list of ``(key, encoded values)``."""
+        pieces: dict[int, list[tuple[str, bytes]]] = {}
+        for key, values in by_key.items():
+            pieces.setdefault(state_bucket(key), []).append((key, encode_items(values)))
+        for bucket, piece in pieces.items():
+            row_key = f"{port}{STATE_BUCKET_SEPARATOR}{bucket}"
+            yield port, row_key, encode_ordered(order, pickle.dumps(piece, protocol=5))
 
     def _drain_whole(
         self, port: int, by_key: dict[str, list[Any]], order: int
