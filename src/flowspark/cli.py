@@ -166,6 +166,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"flowspark: {exc}", file=sys.stderr)
         return 1
     except (ValueError, TypeError) as exc:
+        if getattr(exc, "step_id", None) is not None:  # a step's error, kept as is
+            print(f"flowspark: {''.join(getattr(exc, '__notes__', []))}", file=sys.stderr)
+            print(f"flowspark: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return 1
         print(f"flowspark: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     except FlowRunError as exc:

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterable
+from datetime import UTC, datetime
+
 import pytest
 
 from flowspark.connectors.stdio import StdOutput
 from flowspark.dataflow import Dataflow
+from flowspark.engine.query import RunConfig, run_flow
+from flowspark.mapstreamer import Datum as MapDatum
+from flowspark.mapstreamer import Message as MapMessage
+from flowspark.outputs import DynamicOutput, StatelessSink
 from flowspark.runtime.errors import StepError
 from flowspark.testing import TestingInput, TestingOutput, run_main
 
@@ -74,3 +81,113 @@ def test_session_still_usable_after_a_failure():
     flow.output("out", TestingOutput(out))
     run_main(flow)
     assert out == [1, 2]
+
+
+# -- the error keeps the user's exception type -------------------------------------------
+
+
+def _dividing_flow(items):
+    flow = Dataflow()
+    s = flow.input("inp", TestingInput(items))
+    s.map("invert", lambda x: 1 / x).output("out", TestingOutput([]))
+    return flow
+
+
+def _caught(run, flow, kind: type[BaseException]) -> BaseException:
+    """Run ``flow`` and return what an ``except kind`` clause catches."""
+    try:
+        run(flow)
+    except kind as exc:
+        return exc
+    raise AssertionError(f"no {kind.__name__} raised")
+
+
+@pytest.mark.parametrize(
+    "items",
+    [["x"], [("k", 1, 2)], [(1, "x")]],
+    ids=["not-a-tuple", "three-tuple", "int-key"],
+)
+def test_except_type_error_catches_a_stateful_step_fed_a_bad_item(items):
+    flow = Dataflow()
+    flow.input("inp", TestingInput(items))
+    flow.stateful_map("sm", lambda: 0, lambda s, v: (s, v))
+    flow.output("out", TestingOutput([]))
+    err = _caught(run_main, flow, TypeError)
+    assert isinstance(err, StepError)
+    assert err.step_id == "sm"
+    assert "step 'sm'" in str(err)
+    assert "TypeError" in str(err)
+    assert isinstance(err.__cause__, TypeError)
+
+
+@pytest.mark.parametrize("batch_job", [True, False], ids=["batch-job", "stream"])
+def test_except_zero_division_error_catches_a_failing_map(batch_job):
+    err = _caught(
+        lambda f: run_flow(f, RunConfig(batch_job=batch_job)),
+        _dividing_flow([1, 2, 0, 4]),
+        ZeroDivisionError,
+    )
+    assert isinstance(err, StepError)
+    assert str(err).startswith("step 'invert' (")
+    assert "failed on item 0: ZeroDivisionError: division by zero" in str(err)
+    assert (err.step_id, err.item) == ("invert", "0")
+    assert type(err.__cause__) is ZeroDivisionError
+    assert any("Traceback in the Spark worker" in n for n in err.__cause__.__notes__)
+
+
+def test_run_main_raises_the_users_type_too():
+    with pytest.raises(ZeroDivisionError, match="step 'invert'.*item 0"):
+        run_main(_dividing_flow([0]))
+
+
+class SinkFull(OSError):
+    pass
+
+
+class _FailingSink(StatelessSink):
+    def write_batch(self, items):
+        raise SinkFull(28, "No space left on device", "/data/out")
+
+
+class FailingOutput(DynamicOutput):
+    def build(self, worker_index, worker_count):
+        return _FailingSink()
+
+
+def test_a_failing_sink_keeps_its_type():
+    flow = Dataflow()
+    flow.input("inp", TestingInput(["a", "b"]))
+    flow.output("sink", FailingOutput())
+    err = _caught(run_main, flow, SinkFull)
+    assert isinstance(err, StepError)
+    assert isinstance(err, OSError)
+    assert err.errno == 28
+    assert err.filename == "/data/out"
+    assert str(err).startswith("step 'sink' (write_batch) failed on item ['")
+    assert "SinkFull: [Errno 28] No space left on device" in str(err)
+    assert type(err.__cause__) is SinkFull
+
+
+class HandlerError(Exception):
+    def __init__(self, key: str, reason: str) -> None:
+        super().__init__(f"{key}: {reason}")
+        self.key = key
+
+
+async def _picky_handler(keys: list[str], datum: MapDatum) -> AsyncIterable[MapMessage]:
+    if datum.value == b"bad":
+        raise HandlerError(keys[0], "cannot take this one")
+    yield MapMessage(datum.value, keys=keys)
+
+
+def test_a_numaflow_handler_failure_keeps_its_type():
+    at = datetime(2024, 1, 1, tzinfo=UTC)
+    items = [MapDatum(["k"], b"ok", at, at), MapDatum(["k"], b"bad", at, at)]
+    flow = Dataflow()
+    flow.input("inp", TestingInput(items))
+    flow.map_stream("picky", _picky_handler)
+    flow.output("out", TestingOutput([]))
+    err = _caught(run_main, flow, HandlerError)
+    assert isinstance(err, StepError)
+    assert err.key == "k"
+    assert "step 'picky'" in str(err) and "cannot take this one" in str(err)

@@ -140,6 +140,7 @@ def test_find_step_error_in_wrapped_jvm_text():
     )
     error = find_step_error(text)
     assert isinstance(error, StepError)
+    assert isinstance(error, KeyError)
     assert (error.step_id, error.function, error.item) == ("the_step", "named_fn", "'it'")
     assert str(error) == "step 'the_step' (named_fn) failed on item 'it': KeyError: 'k'"
 
@@ -161,17 +162,33 @@ def test_cause_is_the_original_exception_with_the_worker_traceback():
     assert "test_cause_is_the_original_exception" in note
 
 
-def test_unpicklable_exception_becomes_a_runtime_error_cause():
+def test_unpicklable_exception_is_rebuilt_from_its_class_and_args():
     error = find_step_error(failure_text(Unpicklable("locked")))
-    assert type(error.__cause__) is RuntimeError
-    assert str(error.__cause__) == "Unpicklable: locked"
+    assert isinstance(error, Unpicklable)
+    assert type(error.__cause__) is Unpicklable
+    assert error.__cause__.args == ("locked",)
+    assert not hasattr(error.__cause__, "lock")  # the attribute that did not pickle
     assert "Unpicklable: locked" in str(error)
 
 
-def test_exception_that_cannot_be_rebuilt_becomes_a_runtime_error_cause():
+def test_exception_that_cannot_be_rebuilt_by_pickle_is_rebuilt_without_init():
     error = find_step_error(failure_text(NeedsTwoArgs(1, 2)))
+    assert isinstance(error, NeedsTwoArgs)
+    assert type(error.__cause__) is NeedsTwoArgs
+    assert str(error.__cause__) == "1/2"
+    assert "NeedsTwoArgs: 1/2" in str(error)
+
+
+def test_exception_whose_class_does_not_travel_becomes_a_runtime_error_cause():
+    class Local(Exception):
+        lock = threading.Lock()  # the class (pickled by value) cannot be pickled
+
+    error = find_step_error(failure_text(Local("lost")))
+    assert type(error) is StepError
     assert type(error.__cause__) is RuntimeError
-    assert str(error.__cause__) == "NeedsTwoArgs: 1/2"
+    assert str(error.__cause__) == "Local: lost"
+    assert "Local: lost" in str(error)
+    assert error.__cause__.__notes__[0].startswith("Traceback in the Spark worker:")
 
 
 def test_function_name_uses_qualname_then_type():

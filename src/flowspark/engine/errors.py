@@ -14,8 +14,10 @@ class FlowRunError(RuntimeError):
 
 
 def clean_spark_error(exc: BaseException) -> BaseException:
-    """The user's :class:`~flowspark.runtime.errors.StepError` if one is embedded, else a
-    :class:`FlowRunError` with the first lines of Spark's message."""
+    """The user's error if one is embedded (a :class:`~flowspark.runtime.errors.StepError`
+    that is also an instance of the user's exception class, see
+    :func:`~flowspark.runtime.errors.find_step_error`), else a :class:`FlowRunError`
+    with the first lines of Spark's message."""
     text = str(exc)
     step_error = find_step_error(text)
     if step_error is not None:

@@ -23,7 +23,7 @@ from typing import Any
 from flowspark.outputs import DynamicOutput, Output, PartitionedOutput
 from flowspark.plan.graph import Plan
 from flowspark.runtime.codec import LATE_COUNT_PORT, MARKER_PORT, STDOUT_PORT, decode_items
-from flowspark.runtime.errors import StepError, find_step_error, short_repr
+from flowspark.runtime.errors import StepError, find_step_error, user_error
 
 __all__ = ["BatchDispatcher", "FlowFailed"]
 
@@ -194,11 +194,9 @@ class BatchDispatcher:
                 items = decode_items(data)
             try:
                 writer.write(items if isinstance(items, list) else list(items))
-            except Exception as exc:
-                step_id = self.step_ids[port]
-                raise StepError(
-                    step_id, "write_batch", short_repr(items[:3]), f"{type(exc).__name__}: {exc}"
-                ) from exc
+            except Exception as exc:  # the user's sink: its error keeps its type
+                error = user_error(self.step_ids[port], "write_batch", items[:3], exc)
+                raise error from error.__cause__
         sys.stdout.flush()
         for writer in writers.values():
             writer.commit(batch_id)
