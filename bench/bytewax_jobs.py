@@ -11,15 +11,20 @@ it imports this module); ``seconds`` covers building the dataflow and
 from __future__ import annotations
 
 import heapq
+import tempfile
 import time
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import bytewax.operators as op
 import bytewax.operators.windowing as win
 import jobs
 from bytewax.dataflow import Dataflow
+from bytewax.inputs import DynamicSource, StatelessSourcePartition
 from bytewax.operators import StatefulLogic
+from bytewax.outputs import DynamicSink, StatelessSinkPartition
+from bytewax.recovery import RecoveryConfig, init_db_dir
 from bytewax.testing import TestingSink, TestingSource, run_main
 
 BATCH_SIZE = 1000
@@ -140,3 +145,147 @@ def run_reorder(n: int) -> dict[str, Any]:
     triples = [(key, ts, i) for key, (ts, i) in out]
     ok = jobs.reorder_check(n, triples)
     return _result(seconds, ok, outputs=len(out), inversions=jobs.reorder_inversions(triples))
+
+
+def run_reorder_heap(n: int) -> dict[str, Any]:
+    """``op.stateful_map`` with a heap per key (``jobs.reorder_heap_mapper``; no
+    end-of-input hook, so the input's per-key sentinels flush the tail) ->
+    ``op.flat_map`` the emitted lists."""
+    items = jobs.reorder_heap_input(n)
+    jobs.log(f"bytewax reorder_heap: generated {len(items)} items (incl. sentinels)")
+    out: list[tuple[str, datetime, int]] = []
+    t0 = time.perf_counter()
+    flow = Dataflow("reorder_heap")
+    s = op.input("inp", flow, TestingSource(items, batch_size=BATCH_SIZE))
+    emitted = op.stateful_map("sort", s, jobs.reorder_heap_mapper)
+    flat = op.flat_map("flat", emitted, jobs.reorder_heap_flatten)
+    op.output("out", flat, TestingSink(out))
+    build_s = time.perf_counter() - t0
+    seconds = build_s + _timed_run(flow)
+    ok = jobs.reorder_check(n, out)
+    return _result(seconds, ok, outputs=len(out), inversions=jobs.reorder_inversions(out))
+
+
+class _CheckPartition(StatelessSinkPartition[tuple[str, int]]):
+    def __init__(self, checker: jobs.ManyKeysChecker) -> None:
+        self.checker = checker
+
+    def write_batch(self, items: list[tuple[str, int]]) -> None:
+        for key, value in items:
+            self.checker.add(key, value)
+
+
+class _CheckingSink(DynamicSink[tuple[str, int]]):
+    """A sink that hands each ``(key, value)`` to a checker (no list of n items)."""
+
+    def __init__(self, checker: jobs.ManyKeysChecker) -> None:
+        self.checker = checker
+
+    def build(self, step_id: str, worker_index: int, worker_count: int) -> _CheckPartition:
+        return _CheckPartition(self.checker)
+
+
+def run_many_keys(n: int) -> dict[str, Any]:
+    """``range(n)`` -> ``op.map`` to ``("u{i}", i)`` -> ``op.stateful_map`` keeping
+    ``(count, sum)`` per key (n keys, in bytewax's in-memory state; no recovery) ->
+    a checking sink."""
+    checker = jobs.ManyKeysChecker(n)
+    t0 = time.perf_counter()
+    flow = Dataflow("many_keys")
+    s = op.input("inp", flow, TestingSource(range(n), batch_size=BATCH_SIZE))
+    keyed = op.map("key", s, jobs.many_keys_item)
+    sums = op.stateful_map("sum", keyed, jobs.many_keys_mapper)
+    op.output("out", sums, _CheckingSink(checker))
+    build_s = time.perf_counter() - t0
+    seconds = build_s + _timed_run(flow)
+    return _result(seconds, checker.ok(), outputs=checker.count, checkpoint=False)
+
+
+# --------------------------------------------------------------------------
+# latency: a live input paced at R events/s, recovery on
+# --------------------------------------------------------------------------
+
+# bytewax snapshots state (and commits the recovery DB) at every epoch's end.
+LATENCY_EPOCH = timedelta(seconds=1)
+
+
+class _PacedPartition(StatelessSourcePartition[jobs.LatencyEvent]):
+    """Emits the events due by now; wakes when the next one is due."""
+
+    def __init__(self, pacer: jobs.LatencyPacer) -> None:
+        self.pacer = pacer
+
+    def next_batch(self) -> list[jobs.LatencyEvent]:
+        return self.pacer.emit(time.time())
+
+    def next_awake(self) -> datetime | None:
+        due = self.pacer.next_due()
+        return None if due is None else datetime.fromtimestamp(due, UTC)
+
+
+class _PacedSource(DynamicSource[jobs.LatencyEvent]):
+    """A live input of ``n`` events at ``rate``/s; the clock starts at ``build``."""
+
+    def __init__(self, n: int, rate: int) -> None:
+        self.n = n
+        self.rate = rate
+
+    def build(self, step_id: str, worker_index: int, worker_count: int) -> _PacedPartition:
+        return _PacedPartition(jobs.LatencyPacer(self.n, self.rate, time.time()))
+
+
+class _RecordingPartition(StatelessSinkPartition[jobs.LatencyOut]):
+    def __init__(self, recorder: jobs.LatencyRecorder) -> None:
+        self.recorder = recorder
+
+    def write_batch(self, items: list[jobs.LatencyOut]) -> None:
+        self.recorder.record(items, time.time())
+
+
+class _RecordingSink(DynamicSink[jobs.LatencyOut]):
+    """Records each output's latency at the time it is written."""
+
+    def __init__(self, recorder: jobs.LatencyRecorder) -> None:
+        self.recorder = recorder
+
+    def build(self, step_id: str, worker_index: int, worker_count: int) -> _RecordingPartition:
+        return _RecordingPartition(self.recorder)
+
+
+def run_latency(n: int) -> dict[str, Any]:
+    """A paced ``DynamicSource`` -> ``op.map`` (stateless) or ``op.stateful_map`` running
+    count over 1000 keys (keyed) -> a recording ``DynamicSink``; ``run_main`` with 1 s
+    epochs and, for the keyed shape, recovery on (a fresh DB dir, 1 partition).
+
+    The stateless shape runs without recovery: it has nothing to snapshot, and
+    bytewax 0.21.1 with recovery on ends such a flow at once (its progress probe
+    then watches only the snapshot stream, which is empty: ``worker.rs``), after a
+    few events.
+    """
+    params = jobs.latency_params(n)
+    recorder = jobs.LatencyRecorder(params)
+    flow = Dataflow("latency")
+    s = op.input("inp", flow, _PacedSource(params.n, params.rate))
+    if params.shape == "stateless":
+        out = op.map("map", s, jobs.latency_map)
+    else:
+        keyed = op.map("key", s, jobs.latency_key)
+        counted = op.stateful_map("count", keyed, jobs.latency_count_mapper)
+        out = op.map("unkey", counted, jobs.latency_unkey)
+    op.output("out", out, _RecordingSink(recorder))
+    recover = params.shape == "keyed"
+    with tempfile.TemporaryDirectory(prefix="bytewax-bench-latency-") as db_dir:
+        recovery = None
+        if recover:
+            init_db_dir(Path(db_dir), 1)  # = python -m bytewax.recovery DB_DIR 1
+            recovery = RecoveryConfig(Path(db_dir))
+        t0 = time.perf_counter()
+        run_main(flow, epoch_interval=LATENCY_EPOCH, recovery_config=recovery)
+        seconds = time.perf_counter() - t0
+    return {
+        "seconds": seconds,
+        "startup_s": 0.0,
+        **recorder.summary(),
+        "recovery": recover,
+        "snapshot": f"every {LATENCY_EPOCH.total_seconds():g} s epoch" if recover else None,
+    }

@@ -14,21 +14,27 @@ checkpoint) is inside ``seconds``.
 
 Jobs run as ``run_main`` runs them: an in-memory input that fits one
 micro-batch runs as one Spark batch job. ``$FLOWSPARK_BENCH_STREAM``
-(``run.py --stream``) makes them stream anyway; each result says which
-(``"mode"``).
+(``run.py --stream``) makes them stream anyway, with checkpointing on: a fresh
+recovery directory per run (``RunConfig(batch_job=False, recovery_dir=...)``),
+all removed when the process exits, outside the clock. Each result says which
+(``"mode"``, ``"checkpoint"``). ``many_keys`` always streams with checkpointing.
 """
 
 from __future__ import annotations
 
+import atexit
+import itertools
 import os
+import shutil
+import tempfile
 import time
 from typing import Any
 
 import jobs
 
 
-def _engine() -> float:
-    """Start Spark and warm it up; return the seconds it took."""
+def _engine(stream: bool | None = None) -> float:
+    """Start Spark and warm it up (run as ``_run(flow, stream)``); return the seconds."""
     from flowspark.dataflow import Dataflow
     from flowspark.engine.session import get_session
     from flowspark.testing import TestingInput, TestingOutput
@@ -40,21 +46,51 @@ def _engine() -> float:
     warm.map(lambda x: (str(x % 2), x))
     warm.stateful_map("warm_state", lambda: 0, lambda s, x: (s + x, s + x))
     warm.output("out", TestingOutput([]))
-    _run(warm)
+    _run(warm, stream)
     return time.perf_counter() - t0
 
 
-def _run(flow: Any) -> str:
+_RECOVERY_ROOT: list[str] = []  # this process's parent of the runs' recovery directories
+_RUN_NUMBERS = itertools.count(1)
+
+
+def _fresh_recovery_dir() -> str:
+    """A new, not yet existing recovery directory; all of them are removed at exit
+    (not in ``_run``, so the deletion is not timed)."""
+    if not _RECOVERY_ROOT:
+        root = tempfile.mkdtemp(prefix="bench-flowspark-recovery-")
+        _RECOVERY_ROOT.append(root)
+        atexit.register(shutil.rmtree, root, True)
+    return os.path.join(_RECOVERY_ROOT[0], f"run-{next(_RUN_NUMBERS)}")
+
+
+def _run(flow: Any, stream: bool | None = None, max_batch_items: int | None = None) -> str:
     """Run ``flow`` as ``run_main`` does; return how it ran ("batch job" or "stream").
 
-    With ``$FLOWSPARK_BENCH_STREAM`` set (``run.py --stream``) a bounded input
-    that fits one micro-batch streams anyway instead of running as one batch job.
+    ``stream`` (default: ``$FLOWSPARK_BENCH_STREAM`` set, ``run.py --stream``)
+    streams a bounded input that fits one micro-batch instead of running it as one
+    batch job, with checkpointing on (a fresh recovery directory), as a flow run
+    with recovery would. "stream" therefore always means "checkpointed" here.
+    ``max_batch_items``: ``RunConfig.max_batch_items`` (the most items a micro-batch
+    reads from an input).
     """
     from flowspark.engine.query import RunConfig, run_flow
 
-    stream = os.environ.get("FLOWSPARK_BENCH_STREAM", "") not in ("", "0")
-    report = run_flow(flow, RunConfig(batch_job=not stream))
+    if stream is None:
+        stream = os.environ.get("FLOWSPARK_BENCH_STREAM", "") not in ("", "0")
+    if stream:
+        config = RunConfig(
+            batch_job=False, recovery_dir=_fresh_recovery_dir(), max_batch_items=max_batch_items
+        )
+    else:
+        config = RunConfig(max_batch_items=max_batch_items)
+    report = run_flow(flow, config)
     return "stream" if report.streamed else "batch job"
+
+
+def _mode_keys(mode: str) -> dict[str, Any]:
+    """The result keys saying how a run went (``_run`` checkpoints every stream)."""
+    return {"mode": mode, "checkpoint": mode == "stream"}
 
 
 def run_mapfilter(n: int) -> dict[str, Any]:
@@ -73,7 +109,13 @@ def run_mapfilter(n: int) -> dict[str, Any]:
     mode = _run(flow)
     seconds = time.perf_counter() - t0
     ok = jobs.mapfilter_check(n, len(out), sum(out))
-    return {"seconds": seconds, "startup_s": startup, "ok": ok, "outputs": len(out), "mode": mode}
+    return {
+        "seconds": seconds,
+        "startup_s": startup,
+        "ok": ok,
+        "outputs": len(out),
+        **_mode_keys(mode),
+    }
 
 
 def run_wordcount(n: int) -> dict[str, Any]:
@@ -104,7 +146,13 @@ def run_wordcount(n: int) -> dict[str, Any]:
     mode = _run(flow)
     seconds = time.perf_counter() - t0
     ok = jobs.wordcount_check(n, out)
-    return {"seconds": seconds, "startup_s": startup, "ok": ok, "outputs": len(out), "mode": mode}
+    return {
+        "seconds": seconds,
+        "startup_s": startup,
+        "ok": ok,
+        "outputs": len(out),
+        **_mode_keys(mode),
+    }
 
 
 def run_window_count(n: int) -> dict[str, Any]:
@@ -139,7 +187,7 @@ def run_window_count(n: int) -> dict[str, Any]:
         "ok": ok,
         "outputs": len(out),
         "late": len(late),
-        "mode": mode,
+        **_mode_keys(mode),
     }
 
 
@@ -230,7 +278,7 @@ def run_reorder(n: int) -> dict[str, Any]:
         "ok": ok,
         "outputs": len(out),
         "inversions": jobs.reorder_inversions(triples),
-        "mode": mode,
+        **_mode_keys(mode),
     }
 
 
@@ -292,4 +340,171 @@ def run_mapstream(n: int) -> dict[str, Any]:
     seconds = time.perf_counter() - t0
     count, total = acc
     ok = jobs.mapstream_check(n, count, total)
-    return {"seconds": seconds, "startup_s": startup, "ok": ok, "outputs": count, "mode": mode}
+    return {
+        "seconds": seconds,
+        "startup_s": startup,
+        "ok": ok,
+        "outputs": count,
+        **_mode_keys(mode),
+    }
+
+
+def run_reorder_heap(n: int) -> dict[str, Any]:
+    """The ``reorder`` events through the bytewax 0.17 method API: ``stateful_map``
+    with a heap per key (``jobs.reorder_heap_mapper``, flushed at the end by the
+    per-key sentinels of the input) -> ``flat_map`` the emitted lists."""
+    from flowspark.dataflow import Dataflow
+    from flowspark.testing import TestingInput, TestingOutput
+
+    startup = _engine()
+    items = jobs.reorder_heap_input(n)
+    jobs.log(f"flowspark reorder_heap: generated {len(items)} items (incl. sentinels)")
+    out: list[tuple[str, Any, int]] = []
+    flow = Dataflow()
+    flow.input("inp", TestingInput(items, batch_size=1000))
+    flow.stateful_map("sort", jobs.reorder_heap_builder, jobs.reorder_heap_mapper)
+    flow.flat_map(jobs.reorder_heap_flatten)
+    flow.output("out", TestingOutput(out))
+    t0 = time.perf_counter()
+    mode = _run(flow)
+    seconds = time.perf_counter() - t0
+    ok = jobs.reorder_check(n, out)
+    return {
+        "seconds": seconds,
+        "startup_s": startup,
+        "ok": ok,
+        "outputs": len(out),
+        "inversions": jobs.reorder_inversions(out),
+        **_mode_keys(mode),
+    }
+
+
+def _checking_output(checker: jobs.ManyKeysChecker) -> Any:
+    """An output that hands each ``(key, value)`` to ``checker`` (no list of n items)."""
+    from flowspark.outputs import DynamicOutput, StatelessSink
+
+    class _CheckSink(StatelessSink):
+        def write_batch(self, items: list[Any]) -> None:
+            for key, value in items:
+                checker.add(key, value)
+
+    class CheckingOutput(DynamicOutput):
+        def build(self, worker_index: int, worker_count: int) -> StatelessSink:
+            return _CheckSink()
+
+    return CheckingOutput()
+
+
+MANY_KEYS_BATCH_ITEMS = 100_000
+
+
+def run_many_keys(n: int) -> dict[str, Any]:
+    """``range(n)`` -> ``map`` to ``("u{i}", i)`` (n distinct keys) -> ``stateful_map``
+    keeping ``(count, sum)`` for every key -> a checking output. Always streamed with
+    checkpointing on, so the keys' state lives in Spark's RocksDB state store, in
+    micro-batches of at most ``MANY_KEYS_BATCH_ITEMS`` items (so what is in memory
+    at once is one micro-batch, whatever n, and the state is what grows with n)."""
+    from flowspark.dataflow import Dataflow
+    from flowspark.testing import TestingInput
+
+    startup = _engine(stream=True)
+    checker = jobs.ManyKeysChecker(n)
+    flow = Dataflow()
+    flow.input("inp", TestingInput(range(n), batch_size=1000))
+    flow.map(jobs.many_keys_item)
+    flow.stateful_map("sum", jobs.many_keys_builder, jobs.many_keys_mapper)
+    flow.output("out", _checking_output(checker))
+    t0 = time.perf_counter()
+    mode = _run(flow, stream=True, max_batch_items=MANY_KEYS_BATCH_ITEMS)
+    seconds = time.perf_counter() - t0
+    return {
+        "seconds": seconds,
+        "startup_s": startup,
+        "ok": checker.ok(),
+        "outputs": checker.count,
+        **_mode_keys(mode),
+    }
+
+
+def _paced_input(params: jobs.LatencyParams) -> Any:
+    """A live bytewax 0.17 ``DynamicInput``: ``params.n`` events at ``params.rate``/s.
+
+    Built (and read) in Spark's source-planning Python process; its clock starts
+    at ``build``. ``next_batch`` returns the events due by now, ``next_awake`` the
+    (UTC-aware) time the next one is due, ``None`` once all were emitted.
+    """
+    from datetime import UTC, datetime
+
+    from flowspark.inputs import DynamicInput, StatelessSource
+
+    class _PacedSource(StatelessSource):
+        def __init__(self) -> None:
+            self.pacer = jobs.LatencyPacer(params.n, params.rate, time.time())
+
+        def next_batch(self) -> list[jobs.LatencyEvent]:
+            return self.pacer.emit(time.time())
+
+        def next_awake(self) -> datetime | None:
+            due = self.pacer.next_due()
+            return None if due is None else datetime.fromtimestamp(due, UTC)
+
+    class PacedInput(DynamicInput):
+        def build(self, worker_index: int, worker_count: int) -> StatelessSource:
+            return _PacedSource()
+
+    return PacedInput()
+
+
+def _recording_output(recorder: jobs.LatencyRecorder) -> Any:
+    """An output whose ``write_batch`` (in this driver process, per micro-batch)
+    records each item's latency at the time of the write."""
+    from flowspark.outputs import DynamicOutput, StatelessSink
+
+    class _RecordSink(StatelessSink):
+        def write_batch(self, items: list[Any]) -> None:
+            recorder.record(items, time.time())
+
+    class RecordingOutput(DynamicOutput):
+        def build(self, worker_index: int, worker_count: int) -> StatelessSink:
+            return _RecordSink()
+
+    return RecordingOutput()
+
+
+def run_latency(n: int) -> dict[str, Any]:
+    """A paced live input -> ``map`` (stateless) or ``stateful_map`` running count over
+    1000 keys (keyed) -> a recording output; ``run_flow(RunConfig(bounded=False,
+    recovery_dir=...))``: a stream checkpointed every micro-batch, which ends when
+    the input raises ``StopIteration``."""
+    import cloudpickle
+
+    from flowspark.dataflow import Dataflow
+    from flowspark.engine.query import RunConfig, run_flow
+
+    params = jobs.latency_params(n)
+    startup = _engine(stream=True)
+    # The input runs in another process: ship jobs' pacer by value (bench/ is not
+    # on that process's path).
+    cloudpickle.register_pickle_by_value(jobs)
+    recorder = jobs.LatencyRecorder(params)
+    flow = Dataflow()
+    flow.input("inp", _paced_input(params))
+    if params.shape == "stateless":
+        flow.map(jobs.latency_map)
+    else:
+        flow.map(jobs.latency_key)
+        flow.stateful_map("count", jobs.latency_count_builder, jobs.latency_count_mapper)
+        flow.map(jobs.latency_unkey)
+    flow.output("out", _recording_output(recorder))
+    with tempfile.TemporaryDirectory(prefix="bench-flowspark-latency-") as recovery_dir:
+        t0 = time.perf_counter()
+        report = run_flow(flow, RunConfig(bounded=False, recovery_dir=recovery_dir))
+        seconds = time.perf_counter() - t0
+    return {
+        "seconds": seconds,
+        "startup_s": startup,
+        **recorder.summary(),
+        "recovery": True,
+        "snapshot": "every micro-batch",
+        "mode": "stream" if report.streamed else "batch job",
+    }

@@ -9,10 +9,15 @@ form or a brute-force recount), never from another system's output.
 
 from __future__ import annotations
 
+import heapq
+import math
+import os
 import sys
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 
 def log(msg: str) -> None:
@@ -20,7 +25,16 @@ def log(msg: str) -> None:
     print(f"[bench] {msg}", file=sys.stderr, flush=True)
 
 
-JOBS: tuple[str, ...] = ("mapfilter", "wordcount", "window_count", "reorder", "mapstream")
+JOBS: tuple[str, ...] = (
+    "mapfilter",
+    "wordcount",
+    "window_count",
+    "reorder",
+    "mapstream",
+    "reorder_heap",
+    "many_keys",
+    "latency",
+)
 
 # Below this size the closed-form expectations are also cross-checked by a
 # brute-force recount of the input.
@@ -313,3 +327,349 @@ def mapstream_expected(n: int) -> tuple[int, int]:
 def mapstream_check(n: int, count: int, total: int) -> bool:
     """Check a system's output message count and value checksum."""
     return (int(count), int(total)) == mapstream_expected(n)
+
+
+# --------------------------------------------------------------------------
+# reorder_heap: the reorder events through a stateful_map with a heap per key
+# --------------------------------------------------------------------------
+
+# One key's state: [heap of (event_time, seq, i), latest event time, pushes so far].
+# seq (the key's arrival count) breaks event-time ties, so i is never compared.
+ReorderHeapState = list[Any]
+ReorderHeapValue = tuple[datetime, int] | None  # None: the key's end-of-input sentinel
+
+
+def reorder_heap_input(n: int) -> list[tuple[str, ReorderHeapValue]]:
+    """The ``reorder`` events keyed as ``(key, (event_time, i))`` in arrival order,
+    then one end-of-input sentinel ``(key, None)`` per key that occurs.
+
+    bytewax 0.21's ``stateful_map`` has no end-of-input hook, so the tail of each
+    key's buffer is flushed by its sentinel, which is part of the input on every
+    system (``n`` counts the events only, not the sentinels).
+    """
+    items: list[tuple[str, ReorderHeapValue]] = [(key, (ts, i)) for key, ts, i in reorder_input(n)]
+    items.extend((f"k{k}", None) for k in range(min(n, N_KEYS)))
+    return items
+
+
+def reorder_heap_builder() -> None:
+    """flowspark (bytewax 0.17 API) builder: a new key starts with no state, as in
+    bytewax 0.21, so one mapper serves both."""
+    return None
+
+
+def reorder_heap_mapper(
+    state: ReorderHeapState | None, value: ReorderHeapValue
+) -> tuple[ReorderHeapState | None, list[tuple[datetime, int]]]:
+    """``stateful_map`` mapper: buffer the event in the key's heap and return every
+    buffered event older than (the key's latest event time - 3 s), in event-time
+    order; the sentinel (``None``) returns all that is left and drops the state."""
+    if value is None:
+        if state is None:
+            return None, []
+        return None, [(ts, i) for ts, _, i in sorted(state[0])]
+    ts, i = value
+    if state is None:
+        state = [[], ts, 0]
+    heap, latest, seq = state
+    if ts > latest:
+        latest = state[1] = ts
+    state[2] = seq + 1
+    heapq.heappush(heap, (ts, seq, i))
+    watermark = latest - timedelta(seconds=REORDER_DELAY_S)
+    out: list[tuple[datetime, int]] = []
+    while heap and heap[0][0] < watermark:
+        ets, _, ei = heapq.heappop(heap)
+        out.append((ets, ei))
+    return state, out
+
+
+def reorder_heap_flatten(
+    item: tuple[str, list[tuple[datetime, int]]],
+) -> list[tuple[str, datetime, int]]:
+    """``flat_map`` after the mapper: ``(key, [(event_time, i), ...])`` -> triples."""
+    key, emitted = item
+    return [(key, ts, i) for ts, i in emitted]
+
+
+# --------------------------------------------------------------------------
+# many_keys: n items over n distinct keys through a stateful_map
+# --------------------------------------------------------------------------
+
+
+def many_keys_item(i: int) -> tuple[str, int]:
+    """Item ``i`` keyed on its own key ``u{i}``: ``("u{i}", i)``."""
+    return f"u{i}", i
+
+
+def many_keys_builder() -> None:
+    """flowspark (bytewax 0.17 API) builder: no state yet (as bytewax 0.21 starts)."""
+    return None
+
+
+def many_keys_mapper(state: tuple[int, int] | None, value: int) -> tuple[tuple[int, int], int]:
+    """``stateful_map`` mapper: state ``(count, sum)`` of the key's values, kept for
+    ever (never ``None``, so every key's state stays); emits the running sum."""
+    count, total = state if state is not None else (0, 0)
+    total += value
+    return (count + 1, total), total
+
+
+class ManyKeysChecker:
+    """Checks ``(key, running_sum)`` outputs as they arrive, in O(n) bytes: each key
+    ``u{i}`` (``0 <= i < n``) exactly once, with sum ``i`` (its only value)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.seen = bytearray(n)
+        self.count = 0
+        self.bad = 0
+
+    def add(self, key: str, out: int) -> None:
+        """Record one output."""
+        self.count += 1
+        i = int(key[1:]) if key[:1] == "u" and key[1:].isdigit() else -1
+        if not 0 <= i < self.n or self.seen[i] or out != i:
+            self.bad += 1
+            return
+        self.seen[i] = 1
+
+    def ok(self) -> bool:
+        """Every key once with its expected sum, nothing else."""
+        return self.bad == 0 and self.count == self.n and all(self.seen)
+
+
+# --------------------------------------------------------------------------
+# latency: a live input paced at R events/s -> one step -> per-event latency
+# --------------------------------------------------------------------------
+
+LATENCY_SHAPES: tuple[str, ...] = ("stateless", "keyed")
+LATENCY_KEYS = 1000  # keyed shape: event i has key f"k{i % 1000}"
+LATENCY_WARMUP_S = 5.0  # events due in the first 5 s are not in the steady state
+LATENCY_EDGE_S = 10.0  # p99 of the first / last 10 s of the steady state
+LATENCY_DEFAULT_RATE = 5000
+LATENCY_DEFAULT_DURATION_S = 60.0
+LATENCY_RATE_ENV = "FLOWSPARK_BENCH_RATE"  # run.py --rate (default 5000)
+LATENCY_SHAPE_ENV = "FLOWSPARK_BENCH_SHAPE"  # run.py --shape (default stateless)
+LATENCY_BUCKET_S = 1e-5  # latencies are counted in 10 us buckets
+LATENCY_MAX_BATCH = 1000  # the most events one next_batch returns (as a Kafka poll)
+
+# (i, due, emitted): the event's index, the wall time it was due and the wall time
+# the input emitted it (time.time(), seconds since the epoch).
+LatencyEvent = tuple[int, float, float]
+# (i, due, emitted, value): value checks the step ran (see latency_value).
+LatencyOut = tuple[int, float, float, int]
+
+
+@dataclass(frozen=True)
+class LatencyParams:
+    """One latency run: ``n = rate * duration`` events at ``rate`` events/s."""
+
+    n: int
+    rate: int
+    shape: str
+
+    @property
+    def duration(self) -> float:
+        """Seconds the input emits for."""
+        return self.n / self.rate
+
+    @property
+    def warmup_events(self) -> int:
+        """Events due in the warm-up (dropped from the figures)."""
+        return min(self.n, round(LATENCY_WARMUP_S * self.rate))
+
+
+def latency_params(n: int) -> LatencyParams:
+    """The run's parameters: ``n`` events, rate and shape from the environment
+    (``$FLOWSPARK_BENCH_RATE``, ``$FLOWSPARK_BENCH_SHAPE``, set by ``run.py``)."""
+    rate = int(os.environ.get(LATENCY_RATE_ENV) or LATENCY_DEFAULT_RATE)
+    shape = os.environ.get(LATENCY_SHAPE_ENV) or LATENCY_SHAPES[0]
+    if rate <= 0:
+        raise ValueError(f"latency: the rate must be positive; got {rate}")
+    if shape not in LATENCY_SHAPES:
+        raise ValueError(f"latency: unknown shape {shape!r}; choose from {LATENCY_SHAPES}")
+    params = LatencyParams(n, rate, shape)
+    if params.warmup_events >= n:
+        raise ValueError(
+            f"latency: {n} events at {rate}/s last {params.duration:g} s, "
+            f"not more than the {LATENCY_WARMUP_S:g} s warm-up"
+        )
+    return params
+
+
+class LatencyPacer:
+    """The schedule of a live input: event ``i`` is due at ``start + i / rate``.
+
+    ``emit(now)`` returns the events due by ``now`` not yet emitted, at most
+    :data:`LATENCY_MAX_BATCH` (the oldest), each stamped with ``now`` (the
+    emission time), and raises ``StopIteration`` once all ``n`` were emitted. A
+    source that is read late emits its backlog in several batches, as a real one
+    (e.g. a Kafka consumer) would. Each system's source partition wraps one.
+    """
+
+    def __init__(self, n: int, rate: int, start: float) -> None:
+        self.n = n
+        self.rate = rate
+        self.start = start
+        self.next_i = 0
+
+    def emit(self, now: float) -> list[LatencyEvent]:
+        """The events due by ``now`` (maybe none); ``StopIteration`` at the end."""
+        lo = self.next_i
+        if lo >= self.n:
+            raise StopIteration
+        hi = min(self.n, int((now - self.start) * self.rate) + 1, lo + LATENCY_MAX_BATCH)
+        if hi <= lo:
+            return []
+        self.next_i = hi
+        start, rate = self.start, self.rate
+        return [(i, start + i / rate, now) for i in range(lo, hi)]
+
+    def next_due(self) -> float | None:
+        """Wall time the next event is due (``None``: all emitted, the next call ends)."""
+        if self.next_i >= self.n:
+            return None
+        return self.start + self.next_i / self.rate
+
+
+def latency_map(event: LatencyEvent) -> LatencyOut:
+    """The stateless shape's step: append ``i*3+1``."""
+    i, due, emitted = event
+    return i, due, emitted, i * 3 + 1
+
+
+def latency_key(event: LatencyEvent) -> tuple[str, LatencyEvent]:
+    """Keyed shape: event ``i`` -> ``(f"k{i % 1000}", event)``."""
+    return f"k{event[0] % LATENCY_KEYS}", event
+
+
+def latency_count_mapper(state: int | None, event: LatencyEvent) -> tuple[int, LatencyOut]:
+    """Keyed shape's ``stateful_map``: a running count per key, emitted with the event."""
+    count = (state or 0) + 1
+    i, due, emitted = event
+    return count, (i, due, emitted, count)
+
+
+def latency_count_builder() -> int:
+    """flowspark (bytewax 0.17 API) builder of a key's count."""
+    return 0
+
+
+def latency_unkey(item: tuple[str, LatencyOut]) -> LatencyOut:
+    """Keyed shape: drop the key after the count."""
+    return item[1]
+
+
+def latency_value(shape: str, i: int) -> int:
+    """The value event ``i`` must come out with: ``i*3+1`` (stateless) or the
+    key's running count ``i // 1000 + 1`` (keyed; a key's events in order)."""
+    return i * 3 + 1 if shape == "stateless" else i // LATENCY_KEYS + 1
+
+
+def _quantiles_ms(hist: Counter[int], ps: tuple[float, ...]) -> list[float | None]:
+    """Nearest-rank quantiles of a bucket histogram, in ms (to the nearest bucket)."""
+    total = sum(hist.values())
+    if total == 0:
+        return [None for _ in ps]
+    out: list[float | None] = []
+    keys = sorted(hist)
+    for p in ps:
+        rank = max(1, math.ceil(p * total))
+        seen = 0
+        for k in keys:
+            seen += hist[k]
+            if seen >= rank:
+                out.append(round(k * LATENCY_BUCKET_S * 1000, 2))
+                break
+    return out
+
+
+class LatencyRecorder:
+    """The sink's side: per-event latency (arrival - emission) and exactly-once check.
+
+    ``record(items, now)`` is called per written batch with the time of the
+    write. Latencies are rounded to 10 us and counted in histograms (memory by
+    distinct value, not by event): the steady state (events due after the
+    warm-up), its first and last 10 s, and the steady state measured from the due
+    time instead of the emission time. Event ``i``'s place in time is ``i / rate``
+    after the input's start, its due time.
+    """
+
+    def __init__(self, params: LatencyParams) -> None:
+        self.params = params
+        n, rate = params.n, params.rate
+        self.seen = bytearray(n)
+        self.delivered = 0
+        self.duplicates = 0
+        self.bad_values = 0
+        self.warm = params.warmup_events
+        edge = round(LATENCY_EDGE_S * rate)
+        self.first_end = min(n, self.warm + edge)
+        self.last_start = max(self.warm, n - edge)
+        self.steady: Counter[int] = Counter()
+        self.first: Counter[int] = Counter()
+        self.last: Counter[int] = Counter()
+        self.from_due: Counter[int] = Counter()
+        self.max_s = 0.0
+
+    def record(self, items: Iterable[LatencyOut], now: float) -> None:
+        """Record one written batch of ``(i, due, emitted, value)`` outputs."""
+        n, seen, shape, bucket = self.params.n, self.seen, self.params.shape, LATENCY_BUCKET_S
+        for i, due, emitted, value in items:
+            self.delivered += 1
+            if not 0 <= i < n or value != latency_value(shape, i):
+                self.bad_values += 1
+                continue
+            if seen[i]:
+                self.duplicates += 1
+                continue
+            seen[i] = 1
+            if i < self.warm:
+                continue
+            lat = now - emitted
+            b = round(lat / bucket)
+            self.steady[b] += 1
+            if i < self.first_end:
+                self.first[b] += 1
+            if i >= self.last_start:
+                self.last[b] += 1
+            self.from_due[round((now - due) / bucket)] += 1
+            if lat > self.max_s:
+                self.max_s = lat
+
+    def ok(self) -> bool:
+        """Every event exactly once, each with its expected value."""
+        return (
+            self.delivered == self.params.n
+            and self.duplicates == 0
+            and self.bad_values == 0
+            and self.seen.count(0) == 0
+        )
+
+    def summary(self) -> dict[str, Any]:
+        """The result keys of the run (see ``bench/README.md``)."""
+        p = self.params
+        p50, p90, p99 = _quantiles_ms(self.steady, (0.5, 0.9, 0.99))
+        (first99,) = _quantiles_ms(self.first, (0.99,))
+        (last99,) = _quantiles_ms(self.last, (0.99,))
+        due50, due99 = _quantiles_ms(self.from_due, (0.5, 0.99))
+        return {
+            "shape": p.shape,
+            "rate": p.rate,
+            "duration_s": p.duration,
+            "warmup_s": LATENCY_WARMUP_S,
+            "p50_ms": p50,
+            "p90_ms": p90,
+            "p99_ms": p99,
+            "p99_first10_ms": first99,
+            "p99_last10_ms": last99,
+            "max_ms": round(self.max_s * 1000, 2),
+            "due_p50_ms": due50,
+            "due_p99_ms": due99,
+            "delivered": self.delivered,
+            "sent": p.n,
+            "duplicates": self.duplicates,
+            "bad_values": self.bad_values,
+            "ok": self.ok(),
+        }

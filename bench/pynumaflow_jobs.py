@@ -14,7 +14,18 @@ the server child until its server-info file is written and ``IsReady`` answers.
 built before the clock starts, as the other systems' inputs are). The server
 child is terminated at the end, always.
 
-Server by hand: ``PYTHON bench/pynumaflow_jobs.py SOCK_PATH SERVER_INFO_FILE``.
+``run_reorder(n)`` does the same with ``AccumulatorAsyncServer(StreamSorter)`` --
+the spec page's sorter, with the page's loop bug fixed and the rest flushed after
+the loop, exactly as ``flowspark_jobs`` runs it -- driven through
+``accumulator_pb2_grpc.AccumulatorStub``: one bidirectional ``AccumulateFn``
+stream, each event an ``OPEN`` (a key's first) or ``APPEND`` request on the key's
+global keyed window, carrying a watermark that trails the key's latest event time
+by 3 s (as ``accumulate(watermark_delay=3 s)`` does in flowspark), then one
+``CLOSE`` per key and the end of the stream. ``seconds`` = first request sent ->
+the server ended the stream (every key's results and ``EOF`` received).
+
+Server by hand: ``PYTHON bench/pynumaflow_jobs.py SOCK_PATH SERVER_INFO_FILE [KIND]``
+(``KIND``: ``mapstream``, the default, or ``accumulator``).
 """
 
 from __future__ import annotations
@@ -25,6 +36,7 @@ import tempfile
 import threading
 import time
 from collections.abc import AsyncIterable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +44,18 @@ import grpc
 import jobs
 from google.protobuf.empty_pb2 import Empty
 from google.protobuf.timestamp_pb2 import Timestamp
+from pynumaflow.accumulator import Accumulator, AccumulatorAsyncServer
+from pynumaflow.accumulator import Datum as AccDatum
+from pynumaflow.accumulator import Message as AccMessage
 from pynumaflow.mapstreamer import Datum, MapStreamAsyncServer, Message
+from pynumaflow.proto.accumulator import accumulator_pb2, accumulator_pb2_grpc
 from pynumaflow.proto.mapper import map_pb2, map_pb2_grpc
+from pynumaflow.shared.asynciter import NonBlockingIterator
 
 SERVER_START_TIMEOUT_S = 60.0
+# An accumulator's keyed window is global: from the epoch to an open end (the
+# largest timestamp pynumaflow can turn into a datetime, year 9999).
+ACC_WINDOW_END_S = 253402300799
 # pynumaflow.info.types.EOF: the server-info file is complete once it ends with this.
 INFO_FILE_END = "U+005C__END__"
 
@@ -54,30 +74,79 @@ async def map_stream_handler(_: list[str], datum: Datum) -> AsyncIterable[Messag
         yield Message(str.encode(s))
 
 
-def serve(sock_path: str, server_info_file: str) -> None:
-    """Run the map-stream server until terminated (the child process)."""
-    server = MapStreamAsyncServer(
-        map_stream_handler, sock_path=sock_path, server_info_file=server_info_file
-    )
+class StreamSorter(Accumulator):
+    """The spec page's ``StreamSorter`` (pynumaflow accumulator example), as
+    ``flowspark_jobs._stream_sorter`` runs it: the loop reads ``async for datum in
+    datums`` (the page's ``async for _`` leaves ``datum`` unbound) and whatever is
+    left is flushed after the loop (the stream of a key ends at its ``CLOSE``)."""
+
+    def __init__(self) -> None:
+        self.latest_wm = datetime.fromtimestamp(-1)
+        self.sorted_buffer: list[AccDatum] = []
+
+    async def handler(self, datums: AsyncIterable[AccDatum], output: NonBlockingIterator) -> None:
+        async for datum in datums:
+            # If watermark has moved forward
+            if datum.watermark and datum.watermark > self.latest_wm:
+                self.latest_wm = datum.watermark
+                await self.flush_buffer(output)
+            self.insert_sorted(datum)
+        await self.flush_buffer(output, flush_all=True)
+
+    def insert_sorted(self, datum: AccDatum) -> None:
+        # Binary insert to keep sorted buffer in order
+        left, right = 0, len(self.sorted_buffer)
+        while left < right:
+            mid = (left + right) // 2
+            if self.sorted_buffer[mid].event_time > datum.event_time:
+                right = mid
+            else:
+                left = mid + 1
+        self.sorted_buffer.insert(left, datum)
+
+    async def flush_buffer(self, output: NonBlockingIterator, flush_all: bool = False) -> None:
+        i = 0
+        for datum in self.sorted_buffer:
+            if not flush_all and datum.event_time > self.latest_wm:
+                break
+            await output.put(AccMessage.from_datum(datum))
+            i += 1
+        # Remove flushed items
+        self.sorted_buffer = self.sorted_buffer[i:]
+
+
+SERVER_KINDS = ("mapstream", "accumulator")
+
+
+def serve(sock_path: str, server_info_file: str, kind: str = "mapstream") -> None:
+    """Run the map-stream or accumulator server until terminated (the child process)."""
+    if kind == "accumulator":
+        server: Any = AccumulatorAsyncServer(
+            StreamSorter, sock_path=sock_path, server_info_file=server_info_file
+        )
+    else:
+        server = MapStreamAsyncServer(
+            map_stream_handler, sock_path=sock_path, server_info_file=server_info_file
+        )
     server.start()
 
 
-def _start_server(tmp: Path) -> subprocess.Popen[bytes]:
-    """Start the server child on ``tmp/mapstream.sock`` (info file in ``tmp`` too)."""
+def _start_server(tmp: Path, kind: str = "mapstream") -> subprocess.Popen[bytes]:
+    """Start the server child on ``tmp/KIND.sock`` (info file in ``tmp`` too)."""
     # Same process group as this run: run.py's timeout kill reaches it too.
     return subprocess.Popen(
-        [sys.executable, str(Path(__file__).resolve()), *map(str, _paths(tmp))],
+        [sys.executable, str(Path(__file__).resolve()), *map(str, _paths(tmp, kind)), kind],
         stdout=sys.stderr,
     )
 
 
-def _paths(tmp: Path) -> tuple[Path, Path]:
-    return tmp / "mapstream.sock", tmp / "mapstream-server-info"
+def _paths(tmp: Path, kind: str = "mapstream") -> tuple[Path, Path]:
+    return tmp / f"{kind}.sock", tmp / f"{kind}-server-info"
 
 
-def _wait_ready(proc: subprocess.Popen[bytes], tmp: Path) -> str:
+def _wait_ready(proc: subprocess.Popen[bytes], tmp: Path, kind: str = "mapstream") -> str:
     """Wait for the socket, the complete server-info file and ``IsReady``; return the address."""
-    sock, info = _paths(tmp)
+    sock, info = _paths(tmp, kind)
     deadline = time.monotonic() + SERVER_START_TIMEOUT_S
     while not (sock.exists() and info.exists() and info.read_text().endswith(INFO_FILE_END)):
         if proc.poll() is not None:
@@ -86,8 +155,10 @@ def _wait_ready(proc: subprocess.Popen[bytes], tmp: Path) -> str:
             raise RuntimeError(f"pynumaflow server not ready after {SERVER_START_TIMEOUT_S:.0f} s")
         time.sleep(0.01)
     address = f"unix://{sock}"
+    accumulator = kind == "accumulator"
+    stub_class = accumulator_pb2_grpc.AccumulatorStub if accumulator else map_pb2_grpc.MapStub
     with grpc.insecure_channel(address) as channel:
-        ready = map_pb2_grpc.MapStub(channel).IsReady(Empty(), timeout=SERVER_START_TIMEOUT_S)
+        ready = stub_class(channel).IsReady(Empty(), timeout=SERVER_START_TIMEOUT_S)
     if not ready.ready:
         raise RuntimeError("pynumaflow server answered IsReady with ready=false")
     return address
@@ -194,8 +265,117 @@ def run_mapstream(n: int) -> dict[str, Any]:
     }
 
 
+_WindowOp = accumulator_pb2.AccumulatorRequest.WindowOperation
+
+
+def _timestamp(ts: datetime) -> Timestamp:
+    out = Timestamp()
+    out.FromDatetime(ts)
+    return out
+
+
+def _reorder_requests(n: int) -> tuple[list[accumulator_pb2.AccumulatorRequest], int]:
+    """The ``reorder`` events as ``AccumulateFn`` requests, and the number of keys.
+
+    Event ``i``: ``OPEN`` (the key's first event) or ``APPEND`` on the key's global
+    window, payload keys ``[key]``, empty value, its event time, id ``str(i)`` and a
+    watermark of the key's latest event time so far - 3 s; then a ``CLOSE`` per key.
+    """
+    delay = timedelta(seconds=jobs.REORDER_DELAY_S)
+    start, end = Timestamp(seconds=0), Timestamp(seconds=ACC_WINDOW_END_S)
+    windows: dict[str, accumulator_pb2.KeyedWindow] = {}
+    latest: dict[str, datetime] = {}
+    requests: list[accumulator_pb2.AccumulatorRequest] = []
+    for key, ts, i in jobs.reorder_input(n):
+        window = windows.get(key)
+        event = _WindowOp.APPEND
+        if window is None:
+            window = accumulator_pb2.KeyedWindow(start=start, end=end, slot="slot-0", keys=[key])
+            windows[key] = window
+            event = _WindowOp.OPEN
+        if key not in latest or ts > latest[key]:
+            latest[key] = ts
+        payload = accumulator_pb2.Payload(
+            keys=[key],
+            value=b"",
+            event_time=_timestamp(ts),
+            watermark=_timestamp(latest[key] - delay),
+            id=str(i),
+        )
+        operation = _WindowOp(event=event, keyedWindow=window)
+        requests.append(accumulator_pb2.AccumulatorRequest(payload=payload, operation=operation))
+    for window in windows.values():
+        operation = _WindowOp(event=_WindowOp.CLOSE, keyedWindow=window)
+        requests.append(accumulator_pb2.AccumulatorRequest(operation=operation))
+    return requests, len(windows)
+
+
+def _drive_accumulator(
+    address: str, requests: list[accumulator_pb2.AccumulatorRequest]
+) -> dict[str, Any]:
+    """One bidi ``AccumulateFn`` stream: every request, then every response until the
+    server ends the stream (after each key's results and ``EOF``)."""
+    t_first: list[float] = []
+
+    def request_stream() -> Iterator[accumulator_pb2.AccumulatorRequest]:
+        # Consumed by gRPC's own thread.
+        t_first.append(time.perf_counter())
+        yield from requests
+
+    raw: list[tuple[str, int, int, str]] = []
+    eof_keys: list[str] = []
+    with grpc.insecure_channel(address) as channel:
+        for resp in accumulator_pb2_grpc.AccumulatorStub(channel).AccumulateFn(request_stream()):
+            if resp.EOF:
+                eof_keys.extend(resp.window.keys)
+                continue
+            p = resp.payload
+            raw.append((p.keys[0], p.event_time.seconds, p.event_time.nanos, p.id))
+        t_last = time.perf_counter()
+    if not t_first:
+        raise RuntimeError("the server ended the stream before reading any request")
+    epoch = datetime.fromtimestamp(0, UTC)
+    triples = [
+        (key, epoch + timedelta(seconds=secs, microseconds=nanos // 1000), int(id_))
+        for key, secs, nanos, id_ in raw
+    ]
+    return {"seconds": t_last - t_first[0], "triples": triples, "eof_keys": eof_keys}
+
+
+def run_reorder(n: int) -> dict[str, Any]:
+    """The spec's ``StreamSorter`` on pynumaflow's ``AccumulatorAsyncServer``."""
+    requests, n_keys = _reorder_requests(n)
+    jobs.log(f"pynumaflow reorder: built {len(requests)} requests ({n_keys} keys)")
+    with tempfile.TemporaryDirectory(prefix="bench-pynumaflow-") as tmp:
+        t0 = time.perf_counter()
+        proc = _start_server(Path(tmp), "accumulator")
+        try:
+            address = _wait_ready(proc, Path(tmp), "accumulator")
+            startup = time.perf_counter() - t0
+            res = _drive_accumulator(address, requests)
+        finally:
+            _stop_server(proc)
+    triples = res["triples"]
+    # One EOF per key, for that key's window (each CLOSE is answered once).
+    eofs_ok = sorted(res["eof_keys"]) == sorted(f"k{k}" for k in range(n_keys))
+    ok = eofs_ok and jobs.reorder_check(n, triples)
+    return {
+        "seconds": res["seconds"],
+        "startup_s": startup,
+        "ok": ok,
+        "outputs": len(triples),
+        "inversions": jobs.reorder_inversions(triples),
+        "eofs": len(res["eof_keys"]),
+        "note": "pynumaflow 0.14 AccumulatorAsyncServer(StreamSorter) over a UNIX socket, "
+        "one bidi AccumulateFn stream",
+    }
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        print(f"usage: {sys.argv[0]} SOCK_PATH SERVER_INFO_FILE", file=sys.stderr)
+    if len(sys.argv) not in (3, 4) or sys.argv[3:] and sys.argv[3] not in SERVER_KINDS:
+        print(
+            f"usage: {sys.argv[0]} SOCK_PATH SERVER_INFO_FILE [{'|'.join(SERVER_KINDS)}]",
+            file=sys.stderr,
+        )
         sys.exit(2)
-    serve(sys.argv[1], sys.argv[2])
+    serve(*sys.argv[1:])

@@ -7,6 +7,10 @@ line per run on stdout::
 
     {"job", "system", "n", "seconds", "items_per_s", "startup_s", "ok", ...extras}
 
+Every line has ``peak_rss_mb``, the peak summed RSS of the child's process tree,
+sampled by this parent (``rss.py``). ``latency`` takes ``--rate``, ``--shape`` and
+``--duration`` instead of ``--n`` (its n = rate x duration).
+
 Logs go to stderr. Exit code 0 if every run was ok, 1 otherwise.
 """
 
@@ -23,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import jobs
+import rss
 from harness import RESULT_PREFIX
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -32,8 +37,11 @@ JOB_SYSTEMS: dict[str, tuple[str, ...]] = {
     "mapfilter": ("flowspark", "bytewax", "pyspark"),
     "wordcount": ("flowspark", "bytewax", "pyspark"),
     "window_count": ("flowspark", "bytewax", "pyspark"),
-    "reorder": ("flowspark", "bytewax"),
+    "reorder": ("flowspark", "bytewax", "pynumaflow"),
     "mapstream": ("flowspark", "pynumaflow"),
+    "reorder_heap": ("flowspark", "bytewax"),
+    "many_keys": ("flowspark", "bytewax"),
+    "latency": ("flowspark", "bytewax"),
 }
 assert set(JOB_SYSTEMS) == set(jobs.JOBS), "every job needs its systems"
 BYTEWAX_VERSION = "0.21.1"
@@ -49,7 +57,10 @@ def spark_python() -> str:
 
 def check_pynumaflow(python: str) -> None:
     """Fail the run with a clear message unless *python* can import pynumaflow + grpc."""
-    probe = "import grpc, pynumaflow.mapstreamer, pynumaflow.proto.mapper.map_pb2_grpc"
+    probe = (
+        "import grpc, pynumaflow.mapstreamer, pynumaflow.accumulator, "
+        "pynumaflow.proto.mapper.map_pb2_grpc, pynumaflow.proto.accumulator.accumulator_pb2_grpc"
+    )
     proc = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["?"])[-1]
@@ -86,10 +97,10 @@ def ensure_bytewax_venv() -> str:
 
 
 def child_command(
-    system: str, job: str, n: int, stream: bool = False
+    system: str, job: str, n: int, stream: bool = False, extra_env: dict[str, str] | None = None
 ) -> tuple[list[str], dict[str, str]]:
     """Return the argv and environment of the child process for one run."""
-    env = dict(os.environ)
+    env = {**os.environ, **(extra_env or {})}
     if stream:
         env["FLOWSPARK_BENCH_STREAM"] = "1"
     if system == "bytewax":
@@ -105,22 +116,38 @@ def child_command(
 
 
 def run_once(
-    system: str, job: str, n: int, timeout: float, stream: bool = False
+    system: str,
+    job: str,
+    n: int,
+    timeout: float,
+    stream: bool = False,
+    extra_env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Run one child process and return its parsed result (or an error result)."""
+    """Run one child process and return its parsed result (or an error result).
+
+    ``peak_rss_mb`` (every result): the largest summed RSS of the child and its
+    descendants, sampled while it runs (``rss.py``).
+    """
     try:
-        cmd, env = child_command(system, job, n, stream)
+        cmd, env = child_command(system, job, n, stream, extra_env)
     except Exception as exc:  # noqa: BLE001 - reported as a failed run
-        return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "peak_rss_mb": None}
     jobs.log(f"run {system} {job} n={n}")
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)  # the child's own group (incl. its JVM)
-        proc.communicate()
-        return {"ok": False, "error": f"timeout after {timeout:.0f} s"}
+    out: str | None = None
+    with rss.TreeRssSampler(proc.pid) as memory:
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # the child's own group (incl. its JVM)
+            proc.communicate()
+    if out is None:
+        return {
+            "ok": False,
+            "error": f"timeout after {timeout:.0f} s",
+            "peak_rss_mb": memory.peak_mb,
+        }
     wall = time.perf_counter() - t0
     result: dict[str, Any] | None = None
     for line in out.splitlines():
@@ -134,6 +161,7 @@ def run_once(
         result["ok"] = False
         result["error"] = f"child exited {proc.returncode}"
     result["wall_s"] = wall
+    result["peak_rss_mb"] = memory.peak_mb
     return result
 
 
@@ -160,13 +188,31 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("job", choices=[*jobs.JOBS, "all"])
     ap.add_argument("--system", required=True, choices=[*SYSTEMS, "all"])
-    ap.add_argument("--n", type=int, required=True, help="number of input items")
+    ap.add_argument("--n", type=int, help="number of input items (every job but latency)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per system")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per run (default 1800)")
     ap.add_argument(
         "--stream",
         action="store_true",
         help="flowspark: stream bounded inputs that fit one micro-batch (not one batch job)",
+    )
+    ap.add_argument(
+        "--rate",
+        type=int,
+        default=jobs.LATENCY_DEFAULT_RATE,
+        help=f"latency: events per second (default {jobs.LATENCY_DEFAULT_RATE})",
+    )
+    ap.add_argument(
+        "--shape",
+        choices=jobs.LATENCY_SHAPES,
+        default=jobs.LATENCY_SHAPES[0],
+        help="latency: the step, a map or a running count over 1000 keys (default stateless)",
+    )
+    ap.add_argument(
+        "--duration",
+        type=float,
+        default=jobs.LATENCY_DEFAULT_DURATION_S,
+        help=f"latency: seconds the input emits for (default {jobs.LATENCY_DEFAULT_DURATION_S:g})",
     )
     args = ap.parse_args(argv)
     job_list = list(jobs.JOBS) if args.job == "all" else [args.job]
@@ -178,13 +224,23 @@ def main(argv: list[str] | None = None) -> int:
                 f"job {args.job!r} does not run on {args.system!r}; "
                 f"its systems: {', '.join(JOB_SYSTEMS[args.job])}"
             )
+    if args.n is None and any(job != "latency" for job in job_list):
+        ap.error("--n is required (every job but latency)")
+    # latency: n = rate * duration events; the child reads rate and shape from env.
+    latency_n = round(args.rate * args.duration)
+    latency_env = {jobs.LATENCY_RATE_ENV: str(args.rate), jobs.LATENCY_SHAPE_ENV: args.shape}
+    if "latency" in job_list and (
+        args.rate <= 0 or args.duration <= jobs.LATENCY_WARMUP_S or latency_n < 1
+    ):
+        ap.error(f"latency needs --rate > 0 and --duration > {jobs.LATENCY_WARMUP_S:g} s")
     all_ok = True
     for job in job_list:
         systems = list(JOB_SYSTEMS[job]) if args.system == "all" else [args.system]
+        n, extra_env = (latency_n, latency_env) if job == "latency" else (args.n, None)
         for system in systems:
             for _ in range(args.repeat):
-                res = run_once(system, job, args.n, args.timeout, args.stream)
-                line = result_line(job, system, args.n, res)
+                res = run_once(system, job, n, args.timeout, args.stream, extra_env)
+                line = result_line(job, system, n, res)
                 print(line, flush=True)
                 all_ok = all_ok and json.loads(line)["ok"]
     return 0 if all_ok else 1

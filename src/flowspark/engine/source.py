@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import base64
 import pickle
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -74,6 +75,12 @@ EMPTY_BATCH_COOLDOWN = 0.001
 # (seconds); then a clock tick (a batch without data) keeps the query alive, so
 # Ctrl-C and ``query.stop()`` never wait longer than this.
 MAX_WAIT_SECONDS = 1.0
+# While Spark runs a micro-batch, a live input that runs until it ends is polled
+# in the background (as bytewax polls it between its own work), so an item is read
+# when it is due rather than when the next batch is planned; at most this often
+# per part (seconds), and at most this many items ahead of the batches.
+BACKGROUND_POLL_SECONDS = 0.005
+BACKGROUND_MAX_ITEMS = 1_000_000
 
 
 @dataclass
@@ -254,6 +261,11 @@ class _DriverReadOffsets:
         self.buffer: dict[str, list[tuple[int, list[Any]]]] = {}  # part -> [(n after, items)]
         self.wake: dict[str, float] = {}  # part -> wall time it may be read again
         self.opened = False
+        # Background polling (until_end, not per-batch epochs): one thread, one lock.
+        self.lock = threading.RLock()
+        self.poller: threading.Thread | None = None
+        self.failure: BaseException | None = None
+        self.read_ahead = 0  # items read since the last offsets were handed out
 
     def _call(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
         return _calling(self.spec.step_id, what, fn, *args)
@@ -332,19 +344,48 @@ class _DriverReadOffsets:
         return got
 
     def latest(self, start: dict, budget_items: int) -> dict:
-        self._open(start)
-        deadline = _now() + DRIVER_READ_MAX_SECONDS
-        for part in self._live():
-            got = self._pull(part, budget_items, deadline)
-            budget_items = max(1, budget_items - got)
-        return {"parts": dict(self.states), "eof": sorted(self.eof)}
+        with self.lock:
+            self._open(start)
+            if self.failure is not None:
+                raise self.failure
+            deadline = _now() + DRIVER_READ_MAX_SECONDS
+            budget_items = max(1, budget_items - self.read_ahead)
+            for part in self._live():
+                got = self._pull(part, budget_items, deadline)
+                budget_items = max(1, budget_items - got)
+            self.read_ahead = 0
+            if self.until_end and not self.per_batch_epochs and self.poller is None:
+                self.poller = threading.Thread(target=self._poll, daemon=True)
+                self.poller.start()
+            return {"parts": dict(self.states), "eof": sorted(self.eof)}
+
+    def _poll(self) -> None:
+        """The background poller: read every part when its ``next_awake`` says."""
+        while True:
+            with self.lock:
+                live = self._live()
+                if not live or self.failure is not None:
+                    return
+                try:
+                    for part in live:
+                        room = BACKGROUND_MAX_ITEMS - self.read_ahead
+                        if room > 0 and part in self.sources and _now() >= self.wake.get(part, 0):
+                            self.read_ahead += self._pull(part, room, _now() + 0.05)
+                except BaseException as exc:  # noqa: BLE001 - raised by the next latest()
+                    self.failure = exc
+                    return
+                wake = self.next_wake()
+            pause = (wake or 0.0) - _now()
+            time.sleep(min(MAX_WAIT_SECONDS, max(BACKGROUND_POLL_SECONDS, pause)))
 
     def ended(self, data: dict) -> bool:
-        return not self._live()
+        with self.lock:
+            return not self._live()
 
     def next_wake(self) -> float | None:
         """The earliest wall time a live part may have items (``None``: none live)."""
-        wakes = [self.wake.get(p, 0.0) for p in self._live()]
+        with self.lock:
+            wakes = [self.wake.get(p, 0.0) for p in self._live()]
         return min(wakes) if wakes else None
 
     def splits(self, start: dict, end: dict) -> list[Split]:
@@ -354,7 +395,8 @@ class _DriverReadOffsets:
             lo = begun.get(part, {"n": 0})["n"]
             if pos["n"] <= lo:
                 continue
-            buffered = [items for n, items in self.buffer.get(part, []) if lo < n <= pos["n"]]
+            with self.lock:
+                buffered = [items for n, items in self.buffer.get(part, []) if lo < n <= pos["n"]]
             if len(buffered) != pos["n"] - lo:  # a replay after a restart: read it again
                 buffered = self._reread(part, begun.get(part), pos["n"] - lo)
             items = [x for chunk in buffered for x in chunk]
@@ -384,10 +426,11 @@ class _DriverReadOffsets:
         return chunks
 
     def commit(self, end: dict) -> None:
-        for part, pos in end.get("parts", {}).items():
-            self.buffer[part] = [
-                (n, items) for n, items in self.buffer.get(part, []) if n > pos["n"]
-            ]
+        with self.lock:
+            for part, pos in end.get("parts", {}).items():
+                self.buffer[part] = [
+                    (n, items) for n, items in self.buffer.get(part, []) if n > pos["n"]
+                ]
 
 
 class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
