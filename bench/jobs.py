@@ -610,7 +610,7 @@ class LatencyRecorder:
         self.steady: Counter[int] = Counter()
         self.first: Counter[int] = Counter()
         self.last: Counter[int] = Counter()
-        self.from_due: Counter[int] = Counter()
+        self.from_read: Counter[int] = Counter()
         self.max_s = 0.0
 
     def record(self, items: Iterable[LatencyOut], now: float) -> None:
@@ -627,14 +627,14 @@ class LatencyRecorder:
             seen[i] = 1
             if i < self.warm:
                 continue
-            lat = now - emitted
+            lat = now - due  # the event happened when due: the wait to be read counts
             b = round(lat / bucket)
             self.steady[b] += 1
             if i < self.first_end:
                 self.first[b] += 1
             if i >= self.last_start:
                 self.last[b] += 1
-            self.from_due[round((now - due) / bucket)] += 1
+            self.from_read[round((now - emitted) / bucket)] += 1
             if lat > self.max_s:
                 self.max_s = lat
 
@@ -653,7 +653,7 @@ class LatencyRecorder:
         p50, p90, p99 = _quantiles_ms(self.steady, (0.5, 0.9, 0.99))
         (first99,) = _quantiles_ms(self.first, (0.99,))
         (last99,) = _quantiles_ms(self.last, (0.99,))
-        due50, due99 = _quantiles_ms(self.from_due, (0.5, 0.99))
+        read50, read99 = _quantiles_ms(self.from_read, (0.5, 0.99))
         return {
             "shape": p.shape,
             "rate": p.rate,
@@ -665,8 +665,8 @@ class LatencyRecorder:
             "p99_first10_ms": first99,
             "p99_last10_ms": last99,
             "max_ms": round(self.max_s * 1000, 2),
-            "due_p50_ms": due50,
-            "due_p99_ms": due99,
+            "read_p50_ms": read50,
+            "read_p99_ms": read99,
             "delivered": self.delivered,
             "sent": p.n,
             "duplicates": self.duplicates,
