@@ -64,6 +64,10 @@ def _fresh_recovery_dir() -> str:
     return os.path.join(_RECOVERY_ROOT[0], f"run-{next(_RUN_NUMBERS)}")
 
 
+# run.py --batch-items N: the most items one micro-batch reads from an input.
+BATCH_ITEMS_ENV = "FLOWSPARK_BENCH_BATCH_ITEMS"
+
+
 def _run(flow: Any, stream: bool | None = None, max_batch_items: int | None = None) -> str:
     """Run ``flow`` as ``run_main`` does; return how it ran ("batch job" or "stream").
 
@@ -78,6 +82,8 @@ def _run(flow: Any, stream: bool | None = None, max_batch_items: int | None = No
 
     if stream is None:
         stream = os.environ.get("FLOWSPARK_BENCH_STREAM", "") not in ("", "0")
+    if max_batch_items is None and os.environ.get(BATCH_ITEMS_ENV):
+        max_batch_items = int(os.environ[BATCH_ITEMS_ENV])  # run.py --batch-items
     if stream:
         config = RunConfig(
             batch_job=False, recovery_dir=_fresh_recovery_dir(), max_batch_items=max_batch_items
@@ -90,7 +96,10 @@ def _run(flow: Any, stream: bool | None = None, max_batch_items: int | None = No
 
 def _mode_keys(mode: str) -> dict[str, Any]:
     """The result keys saying how a run went (``_run`` checkpoints every stream)."""
-    return {"mode": mode, "checkpoint": mode == "stream"}
+    keys: dict[str, Any] = {"mode": mode, "checkpoint": mode == "stream"}
+    if os.environ.get(BATCH_ITEMS_ENV):
+        keys["batch_items"] = int(os.environ[BATCH_ITEMS_ENV])
+    return keys
 
 
 def run_mapfilter(n: int) -> dict[str, Any]:

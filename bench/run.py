@@ -197,6 +197,13 @@ def main(argv: list[str] | None = None) -> int:
         help="flowspark: stream bounded inputs that fit one micro-batch (not one batch job)",
     )
     ap.add_argument(
+        "--batch-items",
+        type=int,
+        default=None,
+        metavar="N",
+        help="flowspark: read at most N items per micro-batch (with --stream: many batches)",
+    )
+    ap.add_argument(
         "--rate",
         type=int,
         default=jobs.LATENCY_DEFAULT_RATE,
@@ -233,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
         args.rate <= 0 or args.duration <= jobs.LATENCY_WARMUP_S or latency_n < 1
     ):
         ap.error(f"latency needs --rate > 0 and --duration > {jobs.LATENCY_WARMUP_S:g} s")
+    if args.batch_items:
+        os.environ["FLOWSPARK_BENCH_BATCH_ITEMS"] = str(args.batch_items)  # children inherit
     all_ok = True
     for job in job_list:
         systems = list(JOB_SYSTEMS[job]) if args.system == "all" else [args.system]
