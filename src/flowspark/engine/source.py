@@ -347,6 +347,9 @@ class _DriverReadOffsets:
         with self.lock:
             self._open(start)
             if self.failure is not None:
+                if self.read_ahead:  # hand out what was read before the failure first
+                    self.read_ahead = 0
+                    return {"parts": dict(self.states), "eof": sorted(self.eof)}
                 raise self.failure
             deadline = _now() + DRIVER_READ_MAX_SECONDS
             budget_items = max(1, budget_items - self.read_ahead)
