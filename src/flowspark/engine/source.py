@@ -46,6 +46,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import cloudpickle
@@ -111,6 +112,15 @@ class SourceSpec:
 def _now() -> float:
     """The input path's one clock: wall time in seconds since the epoch (UTC)."""
     return time.time()
+
+
+def _wake_time(awake: datetime | None, had_items: bool) -> float:
+    """When to call ``next_batch`` again, as bytewax 0.17 says: at ``next_awake()``
+    (an aware datetime: wall clock), else at once, or after a 1 ms cooldown when
+    the last batch was empty."""
+    if awake is not None:
+        return awake.timestamp()
+    return 0.0 if had_items else _now() + EMPTY_BATCH_COOLDOWN
 
 
 def _ms(seconds: float) -> int:
@@ -325,12 +335,7 @@ class _DriverReadOffsets:
                 self._end_part(part)
                 break
             awake = self._call(f"part {part!r}: next_awake()", source.next_awake)
-            if awake is not None:
-                self.wake[part] = awake.timestamp()  # an aware datetime: wall clock
-            elif not items:
-                self.wake[part] = _now() + EMPTY_BATCH_COOLDOWN
-            else:
-                self.wake[part] = 0.0
+            self.wake[part] = _wake_time(awake, bool(items))
             if not items:
                 if not self.until_end:
                     self.drained.add(part)
@@ -422,7 +427,7 @@ class _DriverReadOffsets:
                     chunks.append(items)
                     continue
                 awake = self._call(f"part {part!r}: next_awake()", source.next_awake)
-                wake = awake.timestamp() if awake is not None else _now() + EMPTY_BATCH_COOLDOWN
+                wake = _wake_time(awake, had_items=False)
                 time.sleep(min(MAX_WAIT_SECONDS, max(0.0, wake - _now())))
         finally:
             self._call(f"part {part!r}: close()", source.close)

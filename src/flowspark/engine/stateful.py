@@ -176,17 +176,17 @@ class LevelProcessor(StatefulProcessor):
         (in key order, as Spark hands keys over one by one), then emitted at once."""
         port = int(composite.split(STATE_BUCKET_SEPARATOR, 1)[0])
         logic = self.logics[port]
-        by_key: dict[str, list[tuple[int, Any]]] = {}
-        for order, payload in sorted(decode_ordered(r.data) for r in rows):
-            for user_key, data in pickle.loads(payload):
-                by_key.setdefault(user_key, []).append((order, decode_items(data)))
+        from flowspark.runtime.task import keys_in_rows
+
+        by_key = keys_in_rows(r.data for r in rows)  # decoded at each key's turn
         if now >= EOF_MS:  # flushed by an upstream keyed step as the input ended
             wall = timer_values.getCurrentProcessingTimeInMs()
             call = lambda k, state, values: logic.on_values_at_end(k, state, values, wall)  # noqa: E731
         else:
             call = lambda k, state, values: logic.on_values(k, state, values, now)  # noqa: E731
+        values = lambda k: [v for _, data in by_key[k] for v in decode_items(data)]  # noqa: E731
         yield from self._bucket_step(
-            port, sorted(by_key), lambda k, state: call(k, state, _values(by_key[k])), now
+            port, sorted(by_key), lambda k, state: call(k, state, values(k)), now
         )
 
     def bucket_timer(self, composite: str, now: int) -> Iterator[Row]:
@@ -244,16 +244,13 @@ class LevelProcessor(StatefulProcessor):
         """A partition's keys when the batch holds the whole input: each key's values
         are handled at ``now`` (the batch's time), then everything closes. No state
         is read or kept, and the rows emitted carry ``WHOLE_INPUT_MS`` on downstream."""
-        from flowspark.runtime.task import capture_stdout
+        from flowspark.runtime.task import capture_stdout, keys_in_rows
         from flowspark.runtime.udf_keyed import MemoryWal  # the WAL lives for this call
 
         port = int(composite.split(BUCKET_SEPARATOR, 1)[0])
         logic = self.logics[port]
         # Values stay encoded until their key's turn: one key's values in memory at once.
-        by_key: dict[str, list[tuple[int, bytes]]] = {}
-        for order, payload in sorted(decode_ordered(data) for data in datas):
-            for user_key, data in pickle.loads(payload):
-                by_key.setdefault(user_key, []).append((order, data))
+        by_key = keys_in_rows(datas)
         total, text = Outcome(None), b""
         # In key order, as Spark hands keys over when they travel one by one.
         for user_key in sorted(by_key):

@@ -24,6 +24,7 @@ from flowspark.runtime.codec import (
     STATE_BUCKET_SEPARATOR,
     STDOUT_PORT,
     WHOLE_INPUT_MS,
+    decode_ordered,
     encode_items,
     encode_ordered,
     encode_range,
@@ -250,25 +251,45 @@ class KeyedBuffer:
     def _drain_buckets(
         port: int, by_key: dict[str, list[Any]], order: int
     ) -> Iterator[tuple[int, str, bytes]]:
-        """One row per state bucket: the pickled list of ``(key, encoded values)``."""
-        pieces: dict[int, list[tuple[str, bytes]]] = {}
-        for key, values in by_key.items():
-            pieces.setdefault(state_bucket(key), []).append((key, encode_items(values)))
+        """One row per state bucket (a streamed batch)."""
+        pieces = _group_keys(by_key, state_bucket)
         for bucket, piece in pieces.items():
-            row_key = f"{port}{STATE_BUCKET_SEPARATOR}{bucket}"
-            yield port, row_key, encode_ordered(order, pickle.dumps(piece, protocol=5))
+            yield port, f"{port}{STATE_BUCKET_SEPARATOR}{bucket}", _piece_data(order, piece)
 
     def _drain_whole(
         self, port: int, by_key: dict[str, list[Any]], order: int
     ) -> Iterator[tuple[int, str, bytes]]:
+        """One row per partition, keyed so Spark places it there (a whole-input batch)."""
         partitions = self.program.key_partitions
-        pieces: dict[int, list[tuple[str, bytes]]] = {}
-        for key, values in by_key.items():
-            partition = spark_partition(f"{port}{KEY_SEPARATOR}{key}", partitions)
-            pieces.setdefault(partition, []).append((key, encode_items(values)))
-        for partition, piece in pieces.items():
+        place = lambda key: spark_partition(f"{port}{KEY_SEPARATOR}{key}", partitions)  # noqa: E731
+        for partition, piece in _group_keys(by_key, place).items():
             row_key = key_for_partition(f"{port}{BUCKET_SEPARATOR}", partition, partitions)
-            yield port, row_key, encode_ordered(order, pickle.dumps(piece, protocol=5))
+            yield port, row_key, _piece_data(order, piece)
+
+
+def _group_keys(
+    by_key: dict[str, list[Any]], group_of: Callable[[str], int]
+) -> dict[int, list[tuple[str, bytes]]]:
+    """``(key, encoded values)`` of every key, gathered by ``group_of(key)``."""
+    pieces: dict[int, list[tuple[str, bytes]]] = {}
+    for key, values in by_key.items():
+        pieces.setdefault(group_of(key), []).append((key, encode_items(values)))
+    return pieces
+
+
+def _piece_data(order: int, piece: list[tuple[str, bytes]]) -> bytes:
+    """The data of a row carrying many keys (read back by :func:`keys_in_rows`)."""
+    return encode_ordered(order, pickle.dumps(piece, protocol=5))
+
+
+def keys_in_rows(datas: Iterable[bytes]) -> dict[str, list[tuple[int, bytes]]]:
+    """Each key's ``(order, encoded values)`` from rows carrying many keys, in
+    arrival order (the shuffle may deliver upstream chunks in any order)."""
+    by_key: dict[str, list[tuple[int, bytes]]] = {}
+    for order, payload in sorted(decode_ordered(data) for data in datas):
+        for user_key, data in pickle.loads(payload):
+            by_key.setdefault(user_key, []).append((order, data))
+    return by_key
 
 
 def leaving_rows(
