@@ -17,10 +17,10 @@ True
 """
 
 from flowspark.api.udf.handlers import Accumulator
-from flowspark.api.udf.servers import AccumulatorAsyncServer
 from flowspark.api.udf.types import DROP, IntervalWindow, KeyedWindow
 from flowspark.api.udf.types import AccumulatorDatum as Datum
 from flowspark.api.udf.types import AccumulatorMessage as Message
+from flowspark.serve import AccumulatorAsyncServer
 
 __all__ = [
     "Message",

@@ -2,7 +2,10 @@
 
 ``IMPORT_STR`` is ``module``, ``module:attr``, ``module:factory(args)`` or a
 file path with the same suffixes (``examples/wordcount.py:flow``); the
-attribute defaults to ``flow``.
+attribute defaults to ``flow``. A ``.yaml``/``.yml`` file is a Numaflow
+Pipeline (see :mod:`flowspark.pipeline`), run with the same flags plus
+``--udf VERTEX=udf.py``, ``--secret NAME/KEY=VALUE`` and the HTTP source's
+``--http-host``/``--http-port``/``--http-cert``/``--http-key``.
 """
 
 from __future__ import annotations
@@ -129,13 +132,74 @@ def _parser() -> argparse.ArgumentParser:
         help="read at most N items per input into one micro-batch (default: all available)",
     )
     p.add_argument("--verbose", action="store_true", help="show Spark's own log on stderr")
+    numaflow = p.add_argument_group("Numaflow pipelines (IMPORT_STR is a .yaml file)")
+    numaflow.add_argument(
+        "--udf",
+        action="append",
+        default=[],
+        metavar="VERTEX=FILE",
+        help="the pynumaflow UDF script that runs VERTEX's container (repeatable)",
+    )
+    numaflow.add_argument(
+        "--secret",
+        action="append",
+        default=[],
+        metavar="NAME/KEY=VALUE",
+        help="a Kubernetes secret's value, e.g. an HTTP source's auth token (repeatable)",
+    )
+    numaflow.add_argument(
+        "--http-host", default=None, help="HTTP sources' address (env FLOWSPARK_HTTP_HOST)"
+    )
+    numaflow.add_argument(
+        "--http-port", type=int, default=None, help="HTTP sources' port (env FLOWSPARK_HTTP_PORT)"
+    )
+    numaflow.add_argument("--http-cert", default=None, help="TLS certificate file (PEM)")
+    numaflow.add_argument("--http-key", default=None, help="TLS private key file (PEM)")
     return p
+
+
+def _pairs(values: list[str], flag: str) -> dict[str, str]:
+    pairs = {}
+    for value in values:
+        name, sep, rest = value.partition("=")
+        if not sep or not name or not rest:
+            raise SystemExit(f"flowspark.run: {flag} takes NAME=VALUE; got {value!r}")
+        pairs[name] = rest
+    return pairs
+
+
+def _load_pipeline(args: argparse.Namespace) -> Any:
+    from flowspark.pipeline import PipelineSpecError, load
+
+    state_dir = None
+    if args.recovery_directory:
+        state_dir = Path(args.recovery_directory).absolute() / "numaflow-http"
+    try:
+        return load(
+            args.import_str,
+            udfs=_pairs(args.udf, "--udf"),
+            secrets=_pairs(args.secret, "--secret"),
+            state_dir=state_dir,
+            http_host=args.http_host,
+            http_port=args.http_port,
+            certfile=args.http_cert,
+            keyfile=args.http_key,
+        )
+    except FileNotFoundError:
+        raise SystemExit(f"flowspark.run: no such file: {args.import_str}") from None
+    except PipelineSpecError as exc:
+        raise SystemExit(f"flowspark.run: {args.import_str}: {exc}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
     args = _parser().parse_args(argv)
-    flow = locate_dataflow(args.import_str)
+    if args.import_str.endswith((".yaml", ".yml")):
+        flow = _load_pipeline(args)
+    else:
+        if args.udf or args.secret:
+            raise SystemExit("flowspark.run: --udf and --secret apply to pipeline YAML files")
+        flow = locate_dataflow(args.import_str)
     from flowspark.engine.errors import FlowRunError
     from flowspark.engine.query import RunConfig, run_flow
     from flowspark.runtime.errors import StepError

@@ -11,9 +11,9 @@ User/system metadata are not supported.
 """
 
 from flowspark.api.udf.handlers import Mapper
-from flowspark.api.udf.servers import MapAsyncServer, MapServer
 from flowspark.api.udf.types import DROP, Messages
 from flowspark.api.udf.types import MapStreamDatum as Datum
 from flowspark.api.udf.types import StreamMessage as Message
+from flowspark.serve import MapAsyncServer, MapServer
 
 __all__ = ["Message", "Messages", "Datum", "DROP", "Mapper", "MapServer", "MapAsyncServer"]

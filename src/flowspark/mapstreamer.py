@@ -14,9 +14,9 @@ True
 """
 
 from flowspark.api.udf.handlers import MapStreamer
-from flowspark.api.udf.servers import MapStreamAsyncServer
 from flowspark.api.udf.types import DROP, Messages
 from flowspark.api.udf.types import MapStreamDatum as Datum
 from flowspark.api.udf.types import StreamMessage as Message
+from flowspark.serve import MapStreamAsyncServer
 
 __all__ = ["Message", "Messages", "Datum", "DROP", "MapStreamAsyncServer", "MapStreamer"]

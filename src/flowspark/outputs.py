@@ -1,18 +1,15 @@
-"""Outputs: where a flow's items go (bytewax 0.17 interfaces).
+"""Import face of bytewax's ``bytewax.outputs``: the output families.
 
-Sinks run in the driver process, once per micro-batch, after Spark computed the
-batch. :class:`PartitionedOutput` sinks are exactly-once across restarts:
-flowspark stores each part's ``snapshot()`` in the recovery directory after
-every micro-batch, and when Spark replays a batch it rebuilds the parts from the
-snapshot taken before that batch (``FileOutput`` truncates back to it).
-:class:`DynamicOutput` sinks are at-least-once, as in bytewax.
+The types are defined in :mod:`flowspark.api.outputs`; this module re-exports them.
 """
 
-from __future__ import annotations
-
-import zlib
-from abc import ABC, abstractmethod
-from typing import Any
+from flowspark.api.outputs import (
+    DynamicOutput,
+    Output,
+    PartitionedOutput,
+    StatefulSink,
+    StatelessSink,
+)
 
 __all__ = [
     "Output",
@@ -21,57 +18,3 @@ __all__ = [
     "DynamicOutput",
     "StatelessSink",
 ]
-
-
-class Output(ABC):  # noqa: B024 - a marker base, as in bytewax
-    """Base class of all outputs. Subclass one of the families below, not this."""
-
-
-class StatefulSink(ABC):
-    """One partition of a :class:`PartitionedOutput`."""
-
-    @abstractmethod
-    def write_batch(self, values: list[Any]) -> None:
-        """Write values (already routed to this part)."""
-
-    @abstractmethod
-    def snapshot(self) -> Any:
-        """Return a picklable state from which ``build_part`` can resume."""
-
-    def close(self) -> None:  # noqa: B027 - optional hook
-        """Flush and release resources."""
-
-
-class PartitionedOutput(Output):
-    """An output of named parts; items are ``(key, value)`` and ``value`` is written."""
-
-    @abstractmethod
-    def list_parts(self) -> list[str]:
-        """Names of all parts of this output."""
-
-    def part_fn(self, item_key: str) -> int:
-        """Which part (index into ``list_parts()``, modulo its length) a key goes to."""
-        return zlib.adler32(item_key.encode())
-
-    @abstractmethod
-    def build_part(self, for_part: str, resume_state: Any | None) -> StatefulSink:
-        """Open one part, resuming from ``resume_state`` (``None``: fresh)."""
-
-
-class StatelessSink(ABC):
-    """A writer built by a :class:`DynamicOutput`."""
-
-    @abstractmethod
-    def write_batch(self, items: list[Any]) -> None:
-        """Write items."""
-
-    def close(self) -> None:  # noqa: B027 - optional hook
-        """Flush and release resources."""
-
-
-class DynamicOutput(Output):
-    """An output with no resume state (at-least-once)."""
-
-    @abstractmethod
-    def build(self, worker_index: int, worker_count: int) -> StatelessSink:
-        """Build the writer (flowspark builds one: index 0 of 1)."""

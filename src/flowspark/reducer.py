@@ -9,10 +9,10 @@ b'3'
 """
 
 from flowspark.api.udf.handlers import Reducer
-from flowspark.api.udf.servers import ReduceAsyncServer
 from flowspark.api.udf.types import DROP, IntervalWindow, Messages, Metadata
 from flowspark.api.udf.types import MapStreamDatum as Datum
 from flowspark.api.udf.types import StreamMessage as Message
+from flowspark.serve import ReduceAsyncServer
 
 __all__ = [
     "Message",

@@ -15,10 +15,10 @@ True
 """
 
 from flowspark.api.udf.handlers import ReduceStreamer
-from flowspark.api.udf.servers import ReduceStreamAsyncServer
 from flowspark.api.udf.types import DROP, IntervalWindow, Metadata, ReduceWindow
 from flowspark.api.udf.types import ReduceStreamDatum as Datum
 from flowspark.api.udf.types import StreamMessage as Message
+from flowspark.serve import ReduceStreamAsyncServer
 
 __all__ = [
     "Message",

@@ -18,8 +18,8 @@ from datetime import timedelta
 from typing import Any
 
 from flowspark.api.dataflow import Dataflow
+from flowspark.api.recovery import RecoveryConfig
 from flowspark.connectors.memory import TestingInput, TestingOutput
-from flowspark.recovery import RecoveryConfig
 
 __all__ = ["TestingInput", "TestingOutput", "run_main"]
 

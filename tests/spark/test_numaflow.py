@@ -22,7 +22,7 @@ from flowspark.mapstreamer import Message as MapMessage
 from flowspark.reducestreamer import Message as ReduceMessage
 from flowspark.reducestreamer import Metadata, ReduceStreamer
 from flowspark.runtime.errors import StepError
-from flowspark.runtime.stateful import REBUILD_ENV
+from flowspark.runtime.udf_keyed import REBUILD_ENV
 from flowspark.shared.asynciter import NonBlockingIterator
 from flowspark.testing import TestingInput, TestingOutput, run_main
 from flowspark.window import SlidingWindow, TumblingWindow
@@ -250,8 +250,10 @@ def test_reduce_stream_counts_per_key_and_window_emitting_early(handler, kw):
     x_counts = [40, 40, 20]  # s % 3 != 0 per window of 60 (150 s: the last has 30 s)
     y_counts = [20, 20, 10]
     for key, counts in (("x", x_counts), ("y", y_counts)):
-        got = [by_window[(key, T0 + timedelta(seconds=60 * (w + 1), milliseconds=-1))]
-               for w in range(3)]
+        got = [
+            by_window[(key, T0 + timedelta(seconds=60 * (w + 1), milliseconds=-1))]
+            for w in range(3)
+        ]
         assert got == [expected_counts([n]) for n in counts]
     # every output is timed at its window's end - 1 ms
     assert all(d.event_time == d.watermark for d in out)
@@ -293,8 +295,9 @@ def test_reduce_stream_non_keyed_uses_one_stream():
     flow = Dataflow()
     flow.input("inp", TestingInput(items))
     out: list = []
-    flow.reduce_stream("all", reduce_handler, TumblingWindow(length=timedelta(minutes=1)),
-                       keyed=False)
+    flow.reduce_stream(
+        "all", reduce_handler, TumblingWindow(length=timedelta(minutes=1)), keyed=False
+    )
     flow.output("out", TestingOutput(out))
     run_main(flow)
     assert [(d.keys, d.value) for d in out] == [(["NON_KEYED_STREAM"], b"counter:6")]
@@ -374,9 +377,11 @@ def test_drop_is_never_forwarded_and_route_filters_by_tags():
             yield MapMessage(datum.value, tags=["three", "even" if n % 2 == 0 else "odd"])
 
     flow = Dataflow()
-    tagged = flow.input("inp", TestingInput([str(i) for i in range(1, 16)])).to_datums(
-        event_time=lambda _: T0
-    ).map_stream("tag", tagger)
+    tagged = (
+        flow.input("inp", TestingInput([str(i) for i in range(1, 16)]))
+        .to_datums(event_time=lambda _: T0)
+        .map_stream("tag", tagger)
+    )
     outs = {name: [] for name in ("or", "and", "not", "all")}
     tagged.route(tags=["three"]).output("o_or", TestingOutput(outs["or"]))
     tagged.route(tags=["three", "odd"], operator="and").output("o_and", TestingOutput(outs["and"]))
@@ -424,8 +429,8 @@ def test_non_datum_items_fail_before_the_handler_with_a_hint():
 def test_map_stream_server_serves_json_and_text_lines(capsys):
     import json
 
-    from flowspark.engine.udf_serve import serve
     from flowspark.mapstreamer import MapStreamAsyncServer
+    from flowspark.serve import serve
 
     lines = ['{"keys": ["k"], "value": "a,b", "event_time": 1000, "id": "x"}\n', "c\n"]
     serve(MapStreamAsyncServer(map_stream_handler), lines=lines)
@@ -438,7 +443,7 @@ def test_accumulator_server_with_class_and_init_args(capsys, monkeypatch):
     import json
 
     from flowspark.accumulator import AccumulatorAsyncServer
-    from flowspark.engine.udf_serve import serve
+    from flowspark.serve import serve
 
     monkeypatch.setenv("FLOWSPARK_UDF_TIMEOUT", "600")
     lines = [

@@ -76,8 +76,9 @@ def test_pynumaflow_accumulator_subclass_sorts_per_key():
     flow = Dataflow()
     flow.input("inp", TestingInput(items, batch_size=10))
     out: list = []
-    flow.accumulate("sort", StreamSorter, timedelta(seconds=30),
-                    watermark_delay=timedelta(seconds=3))
+    flow.accumulate(
+        "sort", StreamSorter, timedelta(seconds=30), watermark_delay=timedelta(seconds=3)
+    )
     flow.output("out", TestingOutput(out))
     run_main(flow, epoch_interval=timedelta(0))
     assert sorted(d.id for d in out) == sorted(str(i) for i in range(40))

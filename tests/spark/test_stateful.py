@@ -603,8 +603,10 @@ def test_keyed_steps_after_a_window_get_its_end_of_input_flush():
     clock = EventClockConfig(lambda v: at(v), timedelta(0))
     sums = nums.reduce_window("w1", clock, TumblingWindow(timedelta(seconds=5), ALIGN), _add)
     totals = sums.map("rekey", lambda kv: ("all", kv[1])).reduce_window(
-        "w2", EventClockConfig(lambda v: ALIGN, timedelta(0)),
-        TumblingWindow(timedelta(seconds=5), ALIGN), _add,
+        "w2",
+        EventClockConfig(lambda v: ALIGN, timedelta(0)),
+        TumblingWindow(timedelta(seconds=5), ALIGN),
+        _add,
     )
     batches = sums.batch("b", 10, timedelta(hours=1))
     out_totals: list = []
@@ -616,3 +618,40 @@ def test_keyed_steps_after_a_window_get_its_end_of_input_flush():
     run_main(flow)
     assert out_totals == [("all", sum(range(20)))] and late == []
     assert [sorted(values) for _, values in out_batches] == [[10, 35, 60, 85]]
+
+
+def test_state_buckets_that_outgrow_their_inline_blob_keep_every_key():
+    # 96 keys share 32 state buckets; each key's state grows by 8 KB per item, so
+    # buckets pass the inline blob's 64 KB limit after a few micro-batches and move
+    # their states to the map state mid-run; keys whose state is discarded restart.
+    # A collect_window over the same keys keeps wake times through the same move.
+    keys = [f"k{i}" for i in range(96)]
+    rounds = 6
+    items = [(key, (key, r)) for r in range(rounds) for key in keys]
+    clock = EventClockConfig(lambda v: at(minutes=v[1]), wait_for_system_duration=timedelta(0))
+    windows = TumblingWindow(length=timedelta(minutes=4), align_to=ALIGN)
+
+    def grow(state, value):
+        key, r = value
+        if r == 4 and int(key[1:]) % 5 == 0:
+            return None, -1  # discard this key's state
+        payload, n = state or ("", 0)
+        return (payload + "x" * 8192, n + 1), n + 1
+
+    flow = Dataflow()
+    s = flow.input("inp", TestingInput(items, batch_size=len(keys)))
+    counts, collected = [], []
+    s.stateful_map("grow", lambda: None, grow).output("o_counts", TestingOutput(counts))
+    s.collect_window("cw", clock, windows).map(
+        "rounds", lambda kv: (kv[0], [r for _, r in kv[1]])
+    ).output("o_cw", TestingOutput(collected))
+    run_main(flow, epoch_interval=timedelta(0))
+
+    assert len(counts) == len(keys) * rounds
+    by_key = _by_key(counts)
+    for key in keys:
+        expected = [1, 2, 3, 4, -1, 1] if int(key[1:]) % 5 == 0 else [1, 2, 3, 4, 5, 6]
+        assert by_key[key] == expected, key
+    assert sorted(collected) == sorted(
+        [(key, [0, 1, 2, 3]) for key in keys] + [(key, [4, 5]) for key in keys]
+    )

@@ -145,9 +145,11 @@ def test_testing_output_needs_a_list():
 
 def test_testing_input_spills_chunks_to_a_file_for_local_runs(tmp_path, monkeypatch):
     monkeypatch.setattr(memory, "CHUNK_ITEMS", 4)
-    monkeypatch.setattr(memory, "SPILL_DIR", str(tmp_path))
-    shipped = pickle.loads(pickle.dumps(TestingInput([("k", i) for i in range(10)])))
-    monkeypatch.setattr(memory, "SPILL_DIR", None)
+    original = TestingInput([("k", i) for i in range(10)])
+    assert original.for_run(None) is original  # executors share no disk: ship the data
+    shipped = pickle.loads(pickle.dumps(original.for_run(str(tmp_path))))
+    assert len(list(tmp_path.iterdir())) == 1
+    pickle.dumps(original)  # the original itself still ships its data
     assert len(list(tmp_path.iterdir())) == 1
     assert shipped.end_offset("iterable") == 10
     splits = shipped.splits("iterable", 3, 10, 2)

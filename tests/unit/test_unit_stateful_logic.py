@@ -17,12 +17,13 @@ from hypothesis import strategies as st
 
 from flowspark.dataflow import Dataflow
 from flowspark.runtime.errors import RemoteStepFailure, StepError, find_step_error
+from flowspark.runtime.keyed import KeyedCall
+from flowspark.runtime.logics import logic_for
 from flowspark.runtime.stateful import (
     BatchLogic,
     ReduceLogic,
     StatefulMapLogic,
     WindowLogic,
-    logic_for,
 )
 from flowspark.runtime.windowing import EOF_MS, from_ms, to_ms
 from flowspark.testing import TestingInput
@@ -86,8 +87,8 @@ def labels(emitted):
 
 def run_to_eof(logic, key, values, now=NOW):
     """One ``on_values`` call, then the end of input: (emitted in call, at EOF, late)."""
-    first = logic.on_values(key, None, values, now)
-    last = logic.on_timer(key, first.state, EOF_MS)
+    first = logic.on_values(KeyedCall(key, None, now, values))
+    last = logic.on_timer(KeyedCall(key, first.state, EOF_MS))
     assert last.wake is None
     assert last.late == []
     return first.emitted, last.emitted, first.late
@@ -125,7 +126,7 @@ def test_reduce_sessionizer_example_from_the_page():
     out = []
     for event in inp:  # one value per call, as a stream would deliver them
         key = event["user"]
-        r = logic.on_values(key, states.get(key), [[event]], NOW)
+        r = logic.on_values(KeyedCall(key, states.get(key), NOW, [[event]]))
         states[key] = r.state
         out.extend(r.emitted)
     assert out == [("b", inp[2:4]), ("a", [inp[0], inp[1], inp[4]])]
@@ -146,7 +147,7 @@ def test_reduce_first_value_is_the_initial_accumulator_and_reducer_skipped_for_o
         return True
 
     logic = ReduceLogic("r", reducer, complete)
-    r = logic.on_values("k", None, [7, 8], NOW)
+    r = logic.on_values(KeyedCall("k", None, NOW, [7, 8]))
     assert r.emitted == [("k", 7), ("k", 8)]
     assert calls == []  # every key completed after one value
     assert seen == [7, 8]  # is_complete got the single value as the accumulator
@@ -155,34 +156,34 @@ def test_reduce_first_value_is_the_initial_accumulator_and_reducer_skipped_for_o
 
 def test_reduce_accumulates_across_calls_then_forgets():
     logic = ReduceLogic("r", lambda acc, v: acc + v, lambda acc: acc >= 4)
-    r = logic.on_values("a", None, [1], NOW)
+    r = logic.on_values(KeyedCall("a", None, NOW, [1]))
     assert (r.state, r.emitted) == ((1,), [])
-    r = logic.on_values("a", r.state, [1, 2], NOW)
+    r = logic.on_values(KeyedCall("a", r.state, NOW, [1, 2]))
     assert (r.state, r.emitted) == (None, [("a", 4)])
-    r = logic.on_values("a", r.state, [3], NOW)  # starts afresh
+    r = logic.on_values(KeyedCall("a", r.state, NOW, [3]))  # starts afresh
     assert (r.state, r.emitted) == ((3,), [])
 
 
 def test_reduce_keeps_a_none_accumulator_as_state():
     logic = ReduceLogic("r", lambda acc, v: None, lambda acc: False)
-    r = logic.on_values("a", None, [1, 2], NOW)
+    r = logic.on_values(KeyedCall("a", None, NOW, [1, 2]))
     assert r.state == (None,)
 
 
 def test_reduce_incomplete_keys_emit_nothing_on_timers_or_eof():
     logic = ReduceLogic("r", lambda acc, v: acc + v, lambda acc: acc >= 100)
     assert not logic.uses_timers
-    r = logic.on_values("b", None, [1, 2], NOW)
+    r = logic.on_values(KeyedCall("b", None, NOW, [1, 2]))
     assert r.emitted == [] and r.wake is None
     for now in (NOW + 10 * SEC, EOF_MS):
-        t = logic.on_timer("b", r.state, now)
+        t = logic.on_timer(KeyedCall("b", r.state, now))
         assert t.emitted == [] and t.wake is None
 
 
 def test_reduce_failure_names_the_step_and_the_item():
     logic = ReduceLogic("summing", lambda acc, v: acc + v, lambda acc: False)
     with pytest.raises(RemoteStepFailure) as info:
-        logic.on_values("k", None, [1, "two"], NOW)
+        logic.on_values(KeyedCall("k", None, NOW, [1, "two"]))
     error = decode(info.value)
     assert error.step_id == "summing"
     assert "'two'" in error.item
@@ -206,9 +207,9 @@ def check(running_count, item):
 def test_stateful_map_remove_duplicates_example_from_the_page():
     logic = logic_for(step_of(lambda s: s.stateful_map("remove_duplicates", build_count, check)))
     assert isinstance(logic, StatefulMapLogic)
-    first = logic.on_values("a", None, ["a", "a"], NOW)
-    second = logic.on_values("a", first.state, ["a", "a"], NOW)
-    b = logic.on_values("b", None, ["b"], NOW)
+    first = logic.on_values(KeyedCall("a", None, NOW, ["a", "a"]))
+    second = logic.on_values(KeyedCall("a", first.state, NOW, ["a", "a"]))
+    b = logic.on_values(KeyedCall("b", None, NOW, ["b"]))
     assert first.emitted == [("a", "a"), ("a", None)]
     assert second.emitted == [("a", None), ("a", None)]  # the state carried over
     assert second.state == (4,)
@@ -223,7 +224,7 @@ def test_stateful_map_builder_without_arguments_is_called_with_none():
         return []
 
     logic = StatefulMapLogic("sm", builder, lambda s, v: (s + [v], len(s) + 1))
-    r = logic.on_values("k", None, ["x", "y"], NOW)
+    r = logic.on_values(KeyedCall("k", None, NOW, ["x", "y"]))
     assert calls == [()]
     assert r.emitted == [("k", 1), ("k", 2)]
     assert r.state == (["x", "y"],)
@@ -231,13 +232,13 @@ def test_stateful_map_builder_without_arguments_is_called_with_none():
 
 def test_stateful_map_builder_with_one_argument_gets_the_key():
     logic = StatefulMapLogic("sm", lambda key: f"<{key}>", lambda s, v: (s, s + v))
-    assert logic.on_values("kk", None, ["!"], NOW).emitted == [("kk", "<kk>!")]
+    assert logic.on_values(KeyedCall("kk", None, NOW, ["!"])).emitted == [("kk", "<kk>!")]
 
 
 @pytest.mark.parametrize("builder, initial", [(int, 0), (list, []), (dict, {}), (str, "")])
 def test_stateful_map_builtin_builders_are_called_without_arguments(builder, initial):
     logic = StatefulMapLogic("sm", builder, lambda s, v: (s, s))
-    assert logic.on_values("key", None, [1], NOW).emitted == [("key", initial)]
+    assert logic.on_values(KeyedCall("key", None, NOW, [1])).emitted == [("key", initial)]
 
 
 def test_stateful_map_none_state_forgets_and_the_builder_runs_again():
@@ -252,24 +253,24 @@ def test_stateful_map_none_state_forgets_and_the_builder_runs_again():
         return (None if state >= 3 else state), state
 
     logic = StatefulMapLogic("sm", builder, mapper)
-    r = logic.on_values("k", None, [1, 2, 5, 1], NOW)
+    r = logic.on_values(KeyedCall("k", None, NOW, [1, 2, 5, 1]))
     assert r.emitted == [("k", 1), ("k", 3), ("k", 5), ("k", 1)]
     assert built == ["k", "k", "k"]  # after 3 and after 5 the state was dropped
     assert r.state == (1,)
-    r = logic.on_values("k", None, [], NOW)
+    r = logic.on_values(KeyedCall("k", None, NOW, []))
     assert r.state is None and r.emitted == []
 
 
 def test_stateful_map_state_dropped_at_the_end_of_a_call_is_none():
     logic = StatefulMapLogic("sm", lambda: 0, lambda s, v: (None, v))
-    assert logic.on_values("k", None, [1], NOW).state is None
+    assert logic.on_values(KeyedCall("k", None, NOW, [1])).state is None
 
 
 @pytest.mark.parametrize("bad", [None, 5, [1, 2], (1, 2, 3), (1,)])
 def test_stateful_map_mapper_must_return_a_2_tuple(bad):
     logic = StatefulMapLogic("dedupe", lambda: 0, lambda s, v: bad)
     with pytest.raises(RemoteStepFailure) as info:
-        logic.on_values("k", None, ["item"], NOW)
+        logic.on_values(KeyedCall("k", None, NOW, ["item"]))
     error = decode(info.value)
     assert error.step_id == "dedupe"
     assert "'item'" in error.item
@@ -283,7 +284,7 @@ def test_stateful_map_builder_failure_names_the_step():
 
     logic = StatefulMapLogic("sm", builder, lambda s, v: (s, v))
     with pytest.raises(RemoteStepFailure) as info:
-        logic.on_values("k", None, [1], NOW)
+        logic.on_values(KeyedCall("k", None, NOW, [1]))
     error = decode(info.value)
     assert error.step_id == "sm"
     assert "builder" in error.function
@@ -302,8 +303,8 @@ def batch_logic(max_size=2, timeout=timedelta(seconds=10)) -> BatchLogic:
 def test_batch_example_emits_full_batches_then_the_rest_at_eof():
     logic = batch_logic(max_size=2)
     assert logic.timeout_ms == 10 * SEC
-    r = logic.on_values("a", None, [0, 1, 2, 3, 4], NOW)
-    end = logic.on_timer("a", r.state, EOF_MS)
+    r = logic.on_values(KeyedCall("a", None, NOW, [0, 1, 2, 3, 4]))
+    end = logic.on_timer(KeyedCall("a", r.state, EOF_MS))
     assert r.emitted + end.emitted == [("a", [0, 1]), ("a", [2, 3]), ("a", [4])]
     assert r.emitted == [("a", [0, 1]), ("a", [2, 3])]
     assert end.state is None and end.wake is None
@@ -311,46 +312,46 @@ def test_batch_example_emits_full_batches_then_the_rest_at_eof():
 
 def test_batch_wakes_timeout_after_the_first_item_of_the_batch():
     logic = batch_logic(max_size=10, timeout=timedelta(seconds=5))
-    r = logic.on_values("a", None, ["x"], NOW)
+    r = logic.on_values(KeyedCall("a", None, NOW, ["x"]))
     assert r.wake == NOW + 5 * SEC
-    r = logic.on_values("a", r.state, ["y"], NOW + 3 * SEC)
+    r = logic.on_values(KeyedCall("a", r.state, NOW + 3 * SEC, ["y"]))
     assert r.wake == NOW + 5 * SEC  # later items do not move the deadline
     assert r.emitted == []
 
 
 def test_batch_timer_before_the_deadline_keeps_waiting():
     logic = batch_logic(max_size=10, timeout=timedelta(seconds=5))
-    r = logic.on_values("a", None, ["x"], NOW)
-    t = logic.on_timer("a", r.state, NOW + 4 * SEC)
+    r = logic.on_values(KeyedCall("a", None, NOW, ["x"]))
+    t = logic.on_timer(KeyedCall("a", r.state, NOW + 4 * SEC))
     assert t.emitted == [] and t.wake == NOW + 5 * SEC and t.state == r.state
 
 
 def test_batch_timer_at_the_deadline_emits_and_forgets():
     logic = batch_logic(max_size=10, timeout=timedelta(seconds=5))
-    r = logic.on_values("a", None, ["x", "y"], NOW)
-    t = logic.on_timer("a", r.state, r.wake)
+    r = logic.on_values(KeyedCall("a", None, NOW, ["x", "y"]))
+    t = logic.on_timer(KeyedCall("a", r.state, r.wake))
     assert t.emitted == [("a", ["x", "y"])]
     assert t.state is None and t.wake is None
 
 
 def test_batch_values_arriving_after_the_deadline_flush_the_batch():
     logic = batch_logic(max_size=10, timeout=timedelta(seconds=5))
-    r = logic.on_values("a", None, ["x"], NOW)
-    r = logic.on_values("a", r.state, ["y"], NOW + 6 * SEC)
+    r = logic.on_values(KeyedCall("a", None, NOW, ["x"]))
+    r = logic.on_values(KeyedCall("a", r.state, NOW + 6 * SEC, ["y"]))
     assert r.emitted == [("a", ["x", "y"])]
     assert r.state is None and r.wake is None
 
 
 def test_batch_full_batch_clears_the_deadline_and_a_new_one_starts_at_its_first_item():
     logic = batch_logic(max_size=2, timeout=timedelta(seconds=5))
-    r = logic.on_values("a", None, [1, 2], NOW)
+    r = logic.on_values(KeyedCall("a", None, NOW, [1, 2]))
     assert r.emitted == [("a", [1, 2])] and r.state is None and r.wake is None
-    r = logic.on_values("a", r.state, [3], NOW + 1 * SEC)
+    r = logic.on_values(KeyedCall("a", r.state, NOW + 1 * SEC, [3]))
     assert r.wake == NOW + 6 * SEC
 
 
 def test_batch_timer_without_state_does_nothing():
-    out = batch_logic().on_timer("a", None, EOF_MS)
+    out = batch_logic().on_timer(KeyedCall("a", None, EOF_MS))
     assert out.state is None and out.emitted == [] and out.wake is None
 
 
@@ -434,10 +435,10 @@ def test_fold_window_builder_runs_once_per_window_and_may_take_the_key():
 def test_item_whose_window_closed_is_late_with_no_wait():
     logic = collect(event_clock(wait_s=0), tumbling(10))
     late_item = ev(3, "late")
-    r = logic.on_values("k", None, [ev(0, "a"), ev(12, "b"), late_item], NOW)
+    r = logic.on_values(KeyedCall("k", None, NOW, [ev(0, "a"), ev(12, "b"), late_item]))
     assert labels(r.emitted) == [("k", ["a"])]  # [0, 10) closed when 12 arrived
     assert r.late == [("k", late_item)]
-    end = logic.on_timer("k", r.state, EOF_MS)
+    end = logic.on_timer(KeyedCall("k", r.state, EOF_MS))
     assert labels(end.emitted) == [("k", ["b"])]
 
 
@@ -459,30 +460,30 @@ def test_item_with_window_close_equal_to_the_watermark_is_accepted():
 def test_wait_for_system_duration_accepts_an_item_behind_the_max():
     # Behaviour reference §2.2: wait=5s, 10 s windows, t=3 after t=12: watermark 7 < close 10.
     logic = collect(event_clock(wait_s=5), tumbling(10))
-    r = logic.on_values("k", None, [ev(0, "a"), ev(12, "b"), ev(3, "c")], NOW)
+    r = logic.on_values(KeyedCall("k", None, NOW, [ev(0, "a"), ev(12, "b"), ev(3, "c")]))
     assert r.late == [] and r.emitted == []
     assert r.wake == NOW + 3 * SEC + 1  # watermark 7 s passes close 10 s after 3 s
-    early = logic.on_timer("k", r.state, r.wake - 1)
+    early = logic.on_timer(KeyedCall("k", r.state, r.wake - 1))
     assert early.emitted == [] and early.wake == r.wake
-    t = logic.on_timer("k", r.state, r.wake)
+    t = logic.on_timer(KeyedCall("k", r.state, r.wake))
     assert labels(t.emitted) == [("k", ["a", "c"])]
     assert t.wake == NOW + 13 * SEC + 1  # the next window [10, 20)
-    end = logic.on_timer("k", t.state, EOF_MS)
+    end = logic.on_timer(KeyedCall("k", t.state, EOF_MS))
     assert labels(end.emitted) == [("k", ["b"])]
 
 
 def test_system_time_passing_makes_an_item_late():
     logic = collect(event_clock(wait_s=5), tumbling(10))
-    r = logic.on_values("k", None, [ev(12, "b")], NOW)
+    r = logic.on_values(KeyedCall("k", None, NOW, [ev(12, "b")]))
     # 4 s of system time later the watermark is 12 - 5 + 4 = 11 > close 10.
-    r = logic.on_values("k", r.state, [ev(3, "c")], NOW + 4 * SEC)
+    r = logic.on_values(KeyedCall("k", r.state, NOW + 4 * SEC, [ev(3, "c")]))
     assert r.late == [("k", ev(3, "c"))]
 
 
 def test_each_key_has_its_own_clock():
     logic = collect(event_clock(wait_s=0), tumbling(10))
-    a = logic.on_values("a", None, [ev(100, "a")], NOW)
-    b = logic.on_values("b", None, [ev(3, "b")], NOW)  # far behind key a: still on time
+    a = logic.on_values(KeyedCall("a", None, NOW, [ev(100, "a")]))
+    b = logic.on_values(KeyedCall("b", None, NOW, [ev(3, "b")]))  # far behind key a: still on time
     assert a.late == [] and b.late == []
 
 
@@ -506,9 +507,11 @@ def test_collect_window_sorts_by_event_time_then_arrival():
 
 def test_collect_window_order_holds_across_calls():
     logic = collect(event_clock(wait_s=60), tumbling(10))
-    r = logic.on_values("k", None, [ev(5, "x"), ev(1, "y")], NOW)
-    r = logic.on_values("k", pickle.loads(pickle.dumps(r.state)), [ev(5, "z"), ev(1, "w")], NOW)
-    end = logic.on_timer("k", r.state, EOF_MS)
+    r = logic.on_values(KeyedCall("k", None, NOW, [ev(5, "x"), ev(1, "y")]))
+    r = logic.on_values(
+        KeyedCall("k", pickle.loads(pickle.dumps(r.state)), NOW, [ev(5, "z"), ev(1, "w")])
+    )
+    end = logic.on_timer(KeyedCall("k", r.state, EOF_MS))
     assert labels(end.emitted) == [("k", ["y", "w", "x", "z"])]
 
 
@@ -564,7 +567,7 @@ def test_session_item_before_a_session_merges_into_it():
 
 def test_an_item_bridging_two_sessions_merges_them_into_one():
     logic = sessions(wait_s=10, with_window=True)
-    r = logic.on_values("k", None, [ev(0, "a"), ev(15, "c")], NOW)
+    r = logic.on_values(KeyedCall("k", None, NOW, [ev(0, "a"), ev(15, "c")]))
     assert len(r.state[1]) == 2  # two sessions so far
     in_call, at_eof, late = run_to_eof(logic, "k", [ev(0, "a"), ev(15, "c"), ev(8, "b")])
     assert late == [] and in_call == []
@@ -573,22 +576,22 @@ def test_an_item_bridging_two_sessions_merges_them_into_one():
 
 def test_session_closes_when_the_watermark_passes_last_event_plus_gap():
     logic = sessions(wait_s=0, gap_s=10)
-    r = logic.on_values("k", None, [ev(0, "a"), ev(5, "b")], NOW)
+    r = logic.on_values(KeyedCall("k", None, NOW, [ev(0, "a"), ev(5, "b")]))
     assert r.emitted == []
     assert r.wake == NOW + 10 * SEC + 1  # watermark 5 s passes 15 s after 10 s
-    r2 = logic.on_values("k", r.state, [ev(15, "c")], NOW)
+    r2 = logic.on_values(KeyedCall("k", r.state, NOW, [ev(15, "c")]))
     assert r2.emitted == []  # watermark 15 == close: not yet
-    r3 = logic.on_values("k", r2.state, [ev(16, "d")], NOW)
+    r3 = logic.on_values(KeyedCall("k", r2.state, NOW, [ev(16, "d")]))
     assert labels(r3.emitted) == [("k", ["a", "b"])]
-    end = logic.on_timer("k", r3.state, EOF_MS)
+    end = logic.on_timer(KeyedCall("k", r3.state, EOF_MS))
     assert labels(end.emitted) == [("k", ["c", "d"])]
 
 
 def test_session_closes_on_a_timer_as_system_time_passes():
     logic = sessions(wait_s=0, gap_s=10)
-    r = logic.on_values("k", None, [ev(5, "b")], NOW)
-    assert logic.on_timer("k", r.state, r.wake - 1).emitted == []
-    t = logic.on_timer("k", r.state, r.wake)
+    r = logic.on_values(KeyedCall("k", None, NOW, [ev(5, "b")]))
+    assert logic.on_timer(KeyedCall("k", r.state, r.wake - 1)).emitted == []
+    t = logic.on_timer(KeyedCall("k", r.state, r.wake))
     assert labels(t.emitted) == [("k", ["b"])]
     assert t.wake is None
 
@@ -628,34 +631,34 @@ def test_session_fold_window():
 
 def test_system_clock_items_get_now_and_windows_close_as_now_advances():
     logic = collect(SystemClockConfig(), tumbling(10), with_window=True)
-    r = logic.on_values("k", None, ["x"], A + 1 * SEC)
+    r = logic.on_values(KeyedCall("k", None, A + 1 * SEC, ["x"]))
     assert r.late == [] and r.emitted == []
     assert r.wake == A + 10 * SEC + 1
-    r = logic.on_values("k", r.state, ["y"], A + 5 * SEC)
+    r = logic.on_values(KeyedCall("k", r.state, A + 5 * SEC, ["y"]))
     assert r.wake == A + 10 * SEC + 1
-    t = logic.on_timer("k", r.state, r.wake)
+    t = logic.on_timer(KeyedCall("k", r.state, r.wake))
     assert t.emitted == [("k", ((at(0), at(10)), ["x", "y"]))]
     assert t.wake is None
-    r = logic.on_values("k", t.state, ["z"], A + 12 * SEC)
+    r = logic.on_values(KeyedCall("k", t.state, A + 12 * SEC, ["z"]))
     assert r.wake == A + 20 * SEC + 1
-    end = logic.on_timer("k", r.state, EOF_MS)
+    end = logic.on_timer(KeyedCall("k", r.state, EOF_MS))
     assert end.emitted == [("k", ((at(10), at(20)), ["z"]))]
     assert end.wake is None
 
 
 def test_system_clock_values_in_a_later_batch_close_old_windows_without_a_timer():
     logic = collect(SystemClockConfig(), tumbling(10))
-    r = logic.on_values("k", None, ["x"], A + 1 * SEC)
-    r = logic.on_values("k", r.state, ["y"], A + 15 * SEC)
+    r = logic.on_values(KeyedCall("k", None, A + 1 * SEC, ["x"]))
+    r = logic.on_values(KeyedCall("k", r.state, A + 15 * SEC, ["y"]))
     assert r.emitted == [("k", ["x"])]
     assert r.late == []
 
 
 def test_system_clock_keeps_arrival_order_and_everything_closes_at_eof():
     logic = collect(SystemClockConfig(), tumbling(60))
-    r = logic.on_values("k", None, ["c", "a", "b"], A)
-    r = logic.on_values("k", r.state, ["d"], A + 30 * SEC)
-    end = logic.on_timer("k", r.state, EOF_MS)
+    r = logic.on_values(KeyedCall("k", None, A, ["c", "a", "b"]))
+    r = logic.on_values(KeyedCall("k", r.state, A + 30 * SEC, ["d"]))
+    end = logic.on_timer(KeyedCall("k", r.state, EOF_MS))
     assert end.emitted == [("k", ["c", "a", "b", "d"])]
 
 
@@ -663,8 +666,8 @@ def test_values_flushed_at_the_end_join_the_open_system_clock_window_at_wall_tim
     # An upstream keyed step flushes its last results as the input ends: they belong
     # to the window open at the system time, not to one at the end of time.
     logic = collect(SystemClockConfig(), tumbling(60), with_window=True)
-    r = logic.on_values("k", None, ["a"], A + 1 * SEC)
-    end = logic.on_values_at_end("k", r.state, ["b"], A + 2 * SEC)
+    r = logic.on_values(KeyedCall("k", None, A + 1 * SEC, ["a"]))
+    end = logic.on_values_at_end(KeyedCall("k", r.state, A + 2 * SEC, ["b"]))
     assert end.emitted == [("k", ((at(0), at(60)), ["a", "b"]))]
     assert end.state is not None and end.state[1] == {} and end.wake is None
 
@@ -673,7 +676,7 @@ def test_system_clock_is_never_late():
     logic = collect(SystemClockConfig(), tumbling(1))
     state = None
     for i in range(5):
-        r = logic.on_values("k", state, [i], A + i * 7_777)
+        r = logic.on_values(KeyedCall("k", state, A + i * 7_777, [i]))
         assert r.late == []
         state = r.state
 
@@ -683,35 +686,35 @@ def test_system_clock_is_never_late():
 
 def test_wake_is_none_when_no_window_is_open():
     logic = collect(event_clock(), tumbling(10))
-    r = logic.on_values("k", None, [ev(0, "a"), ev(12, "b")], NOW)
+    r = logic.on_values(KeyedCall("k", None, NOW, [ev(0, "a"), ev(12, "b")]))
     assert r.wake is not None
-    end = logic.on_timer("k", r.state, EOF_MS)
+    end = logic.on_timer(KeyedCall("k", r.state, EOF_MS))
     assert end.wake is None
-    assert logic.on_timer("k", None, NOW).state is None
-    only_late = logic.on_values("k", end.state, [ev(1, "late")], NOW)
+    assert logic.on_timer(KeyedCall("k", None, NOW)).state is None
+    only_late = logic.on_values(KeyedCall("k", end.state, NOW, [ev(1, "late")]))
     assert only_late.wake is None and only_late.late == [("k", ev(1, "late"))]
 
 
 def test_wake_tracks_the_earliest_open_window():
     logic = collect(event_clock(wait_s=30), tumbling(10))
-    r = logic.on_values("k", None, [ev(25, "b"), ev(3, "a")], NOW)
+    r = logic.on_values(KeyedCall("k", None, NOW, [ev(25, "b"), ev(3, "a")]))
     # watermark -5 s; the earliest close is 10 s: 15 s of system time away.
     assert r.wake == NOW + 15 * SEC + 1
 
 
 def test_the_clock_survives_after_all_windows_closed():
     logic = collect(event_clock(wait_s=0), tumbling(10))
-    r = logic.on_values("k", None, [ev(50, "a")], NOW)
-    t = logic.on_timer("k", r.state, r.wake)
+    r = logic.on_values(KeyedCall("k", None, NOW, [ev(50, "a")]))
+    t = logic.on_timer(KeyedCall("k", r.state, r.wake))
     assert labels(t.emitted) == [("k", ["a"])]
-    late = logic.on_values("k", t.state, [ev(41, "old")], NOW + 20 * SEC).late
+    late = logic.on_values(KeyedCall("k", t.state, NOW + 20 * SEC, [ev(41, "old")])).late
     assert late == [("k", ev(41, "old"))]  # watermark 50 + 20 s of system time
 
 
 def test_window_reducer_failure_names_the_step():
     logic = window_logic("reduce_window", event_clock(60), tumbling(10), lambda a, v: a + 1)
     with pytest.raises(RemoteStepFailure) as info:
-        logic.on_values("k", None, [ev(1, "a"), ev(2, "b")], NOW)
+        logic.on_values(KeyedCall("k", None, NOW, [ev(1, "a"), ev(2, "b")]))
     error = decode(info.value)
     assert error.step_id == "win"
     assert isinstance(error.__cause__, TypeError)
@@ -729,7 +732,7 @@ def test_window_reducer_failure_names_the_step():
 def test_clock_getter_failures_name_the_step(getter, cause):
     logic = collect(EventClockConfig(getter, timedelta(0)), tumbling(10))
     with pytest.raises(RemoteStepFailure) as info:
-        logic.on_values("k", None, ["v"], NOW)
+        logic.on_values(KeyedCall("k", None, NOW, ["v"]))
     error = decode(info.value)
     assert error.step_id == "win"
     assert "'v'" in error.item
@@ -761,11 +764,11 @@ def _run_split(logic, values, cuts, now):
     state, emitted, late = None, [], []
     bounds = [0, *sorted(cuts), len(values)]
     for lo, hi in zip(bounds, bounds[1:]):
-        r = logic.on_values("k", state, values[lo:hi], now)
+        r = logic.on_values(KeyedCall("k", state, now, values[lo:hi]))
         state = pickle.loads(pickle.dumps(r.state))
         emitted += r.emitted
         late += r.late
-    end = logic.on_timer("k", state, EOF_MS)
+    end = logic.on_timer(KeyedCall("k", state, EOF_MS))
     return emitted, end.emitted, late, r.wake
 
 
@@ -808,16 +811,16 @@ def test_every_value_is_emitted_or_late_and_wakes_are_in_the_future(window, wait
             n += 1
         seen += values
         if state is not None:  # a timer that fires late, as Spark's may
-            r = logic.on_timer("k", state, now)
+            r = logic.on_timer(KeyedCall("k", state, now))
             emitted += r.emitted
             state = r.state
-        r = logic.on_values("k", state, values, now)
+        r = logic.on_values(KeyedCall("k", state, now, values))
         assert r.wake is None or r.wake > now
         emitted += r.emitted
         late += [v for _, v in r.late]
         state = r.state
     if state is not None:
-        emitted += logic.on_timer("k", state, EOF_MS).emitted
+        emitted += logic.on_timer(KeyedCall("k", state, EOF_MS)).emitted
     in_windows = {v for _, (_, vs) in emitted for v in vs}
     assert in_windows | set(late) == set(seen)
     assert not in_windows & set(late)
@@ -834,3 +837,28 @@ def test_logic_for_every_window_kind_carries_with_window():
 
 def test_from_ms_of_window_bounds_matches_at():
     assert from_ms(A + 10 * SEC) == at(10)
+
+
+# -- logic_for ----------------------------------------------------------------------------
+
+
+def test_logic_for_builds_each_keyed_kind_from_its_builder():
+    from flowspark.api.steps import OPERATORS
+    from flowspark.runtime.logics import BUILDERS
+
+    keyed = {kind for kind, op in OPERATORS.items() if op.family == "keyed"}
+    assert set(BUILDERS) == keyed
+    assert isinstance(logic_for(step_of(lambda s: s.reduce("r", max, bool))), ReduceLogic)
+    step = step_of(lambda s: s.batch("b", 3, timedelta(seconds=1)))
+    assert isinstance(logic_for(step), BatchLogic)
+
+
+def test_logic_for_an_unknown_keyed_kind_raises():
+    import dataclasses
+
+    step = step_of(lambda s: s.reduce("mystery", max, bool))
+    step = dataclasses.replace(step, kind="sort_window")
+    with pytest.raises(
+        ValueError, match="step 'mystery': unknown keyed operator kind 'sort_window'"
+    ):
+        logic_for(step)

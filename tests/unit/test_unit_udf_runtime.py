@@ -35,6 +35,7 @@ from flowspark.runtime.datums import (
     as_datum,
 )
 from flowspark.runtime.errors import RemoteStepFailure
+from flowspark.runtime.keyed import KeyedCall
 from flowspark.runtime.udf_keyed import (
     AccumulateLogic,
     KeyClock,
@@ -45,7 +46,7 @@ from flowspark.runtime.udf_keyed import (
     routing_key,
 )
 from flowspark.runtime.udf_run import HandlerRun, run_map_stream
-from flowspark.runtime.windowing import EOF_MS, SlidingWindower
+from flowspark.runtime.windowing import EOF_MS, NumaflowFixedWindower, NumaflowSlidingWindower
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 T0_MS = to_ms(T0)
@@ -560,12 +561,14 @@ class AccDriver:
 
     def values(self, key: str, datums: list[Any], now: int) -> Any:
         wal = self.wals.setdefault(key, MemoryWal())
-        outcome = self.logic.on_values(key, self.states.get(key), datums, now, wal)
+        outcome = self.logic.on_values(KeyedCall(key, self.states.get(key), now, datums, wal))
         return self._record(key, outcome)
 
     def timer(self, key: str, now: int) -> Any:
         wal = self.wals.setdefault(key, MemoryWal())
-        return self._record(key, self.logic.on_timer(key, self.states.get(key), now, wal))
+        return self._record(
+            key, self.logic.on_timer(KeyedCall(key, self.states.get(key), now, wal=wal))
+        )
 
     def due_timers(self, now: int) -> None:
         for key in sorted(self.wakes):
@@ -779,12 +782,16 @@ def test_accumulate_stale_handle_is_rebuilt():
 
     logic = AccumulateLogic("st", lambda: count, timedelta(minutes=1), timedelta(0))
     wal = MemoryWal()
-    r1 = logic.on_values("k", None, [acc_datum("k", 1)], 0, wal)
+    r1 = logic.on_values(KeyedCall("k", None, 0, [acc_datum("k", 1)], wal))
     saved_wal = wal.read()
-    logic.on_values("k", r1.state, [acc_datum("k", 2)], 1, wal)  # this batch is then lost
+    logic.on_values(
+        KeyedCall("k", r1.state, 1, [acc_datum("k", 2)], wal)
+    )  # this batch is then lost
     wal.write(saved_wal)
-    r2b = logic.on_values("k", r1.state, [acc_datum("k", 3)], 1, wal)  # retried differently
-    assert values(logic.on_timer("k", r2b.state, EOF_MS, wal).emitted) == [b"2"]
+    r2b = logic.on_values(
+        KeyedCall("k", r1.state, 1, [acc_datum("k", 3)], wal)
+    )  # retried differently
+    assert values(logic.on_timer(KeyedCall("k", r2b.state, EOF_MS, wal=wal)).emitted) == [b"2"]
 
 
 def test_accumulate_two_steps_in_one_worker_stay_correct():
@@ -862,10 +869,10 @@ def test_accumulate_merged_inputs_one_running_ahead_are_not_overtaken():
     driver = AccDriver(sorter_logic(delay=0))
     first = [acc_datum("k", s) for s in (40, 45, 50)] + [acc_datum("k", s) for s in (8, 10)]
     wal = driver.wals.setdefault("k", MemoryWal())
-    out = driver.logic.on_values("k", None, first, 0, wal, [(1, 3), (2, 2)])
+    out = driver.logic.on_values(KeyedCall("k", None, 0, first, wal, [(1, 3), (2, 2)]))
     driver._record("k", out)
     later = [acc_datum("k", s) for s in (11, 20, 30)]
-    driver._record("k", driver.logic.on_values("k", out.state, later, 1, wal, [(2, 3)]))
+    driver._record("k", driver.logic.on_values(KeyedCall("k", out.state, 1, later, wal, [(2, 3)])))
     driver.eof()
     times = [d.event_time for d in driver.emitted]
     assert times == sorted(times) and len(times) == 8
@@ -940,7 +947,7 @@ def test_reduce_stream_rebuild_equivalence(steps, lateness):
         return ReduceStreamLogic(
             "req",
             handler_factory(ReduceCounter, "reduce_stream", init_args=(0,)),
-            SlidingWindower(10_000, 5_000, T0_MS),
+            NumaflowSlidingWindower(10_000, 5_000, T0_MS),
             lateness * SEC,
             2 * SEC,
             **kw,
@@ -961,7 +968,7 @@ def rs_datum(key: str, seconds: float) -> rs.Datum:
 
 
 def tumbling_logic(factory: Any, lateness: float = 0, delay: float = 0) -> ReduceStreamLogic:
-    windower = SlidingWindower(60_000, 60_000, 0)
+    windower = NumaflowFixedWindower(60_000, 0)
     return ReduceStreamLogic("rs", factory, windower, lateness * SEC, delay * SEC)
 
 
@@ -999,7 +1006,7 @@ def test_reduce_stream_watermark_delay_holds_windows_open():
 
 
 def test_reduce_stream_sliding_windows_share_a_datum():
-    windower = SlidingWindower(10_000, 5_000, T0_MS)
+    windower = NumaflowSlidingWindower(10_000, 5_000, T0_MS)
     logic = ReduceStreamLogic("sl", lambda: window_count, windower, timedelta(0), timedelta(0))
     driver = AccDriver(logic)
     outcome = driver.values("k", [rs_datum("k", 7)], 0)

@@ -11,7 +11,6 @@ import copy
 import functools
 import operator
 import pickle
-import sys
 import types
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from datetime import UTC, date, datetime, timedelta, timezone
@@ -26,16 +25,9 @@ import flowspark.mapper as mapper
 import flowspark.mapstreamer as mapstreamer
 import flowspark.reducer as reducer
 import flowspark.reducestreamer as reducestreamer
+import flowspark.serve as serve_module
 from flowspark.api.udf.handlers import Accumulator, Mapper, MapStreamer, Reducer, ReduceStreamer
-from flowspark.api.udf.servers import (
-    AccumulatorAsyncServer,
-    MapAsyncServer,
-    MapServer,
-    MapStreamAsyncServer,
-    ReduceAsyncServer,
-    ReduceStreamAsyncServer,
-    handler_factory,
-)
+from flowspark.api.udf.servers import handler_factory
 from flowspark.api.udf.times import UTCDateTime, as_utc, to_ms, utc_from_ms
 from flowspark.api.udf.types import (
     DROP,
@@ -50,6 +42,14 @@ from flowspark.api.udf.types import (
     ReduceStreamDatum,
     ReduceWindow,
     StreamMessage,
+)
+from flowspark.serve import (
+    AccumulatorAsyncServer,
+    MapAsyncServer,
+    MapServer,
+    MapStreamAsyncServer,
+    ReduceAsyncServer,
+    ReduceStreamAsyncServer,
 )
 from flowspark.shared.asynciter import STREAM_EOF, NonBlockingIterator
 
@@ -1049,9 +1049,7 @@ def test_handler_factories_pickle() -> None:
 
 def test_start_hands_the_server_to_the_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     served: list[Any] = []
-    fake = types.ModuleType("flowspark.engine.udf_serve")
-    fake.serve = served.append  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "flowspark.engine.udf_serve", fake)
+    monkeypatch.setattr(serve_module, "serve", served.append)
     server = AccumulatorAsyncServer(StreamSorter, init_args=(0,))
     server.start()
     assert served == [server]

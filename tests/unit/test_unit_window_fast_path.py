@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from flowspark.runtime.keyed import KeyedCall
 from flowspark.runtime.stateful import WindowLogic
 from flowspark.runtime.windowing import EOF_MS, build_clock, build_windower
 from flowspark.window import EventClockConfig, SlidingWindow, TumblingWindow
@@ -28,11 +29,13 @@ def _logic(kind: str, window, wait_s: int) -> WindowLogic:
 
 def _drive(logic: WindowLogic, batches: list[list[int]], general: bool) -> tuple[list, list]:
     state, emitted, late = None, [], []
-    on_values = logic._on_values if general else logic.on_values
     for n, values in enumerate(batches):
-        out = on_values("k", state, values, now=1_000 * n)
+        if general:
+            out = logic._on_values_general("k", state, values, now=1_000 * n)
+        else:
+            out = logic.on_values(KeyedCall("k", state, 1_000 * n, values))
         state, emitted, late = out.state, emitted + out.emitted, late + out.late
-    out = logic.on_timer("k", state, EOF_MS)
+    out = logic.on_timer(KeyedCall("k", state, EOF_MS))
     return emitted + out.emitted, late
 
 
@@ -51,4 +54,5 @@ def _drive(logic: WindowLogic, batches: list[list[int]], general: bool) -> tuple
 )
 def test_fast_path_matches_general_path(batches, kind, window, wait_s):
     logic = _logic(kind, window, wait_s)
+    assert logic.fast
     assert _drive(logic, batches, general=False) == _drive(logic, batches, general=True)

@@ -12,24 +12,33 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flowspark.runtime.windowing import (
-    EOF_MS,
-    MAX_MS,
-    MIN_MS,
-    ClockLogic,
-    SessionWindower,
-    SlidingWindower,
-    build_clock,
-    build_windower,
-    from_ms,
-    to_ms,
-)
-from flowspark.window import (
+from flowspark.api.window import (
     EventClockConfig,
     SessionWindow,
     SlidingWindow,
     SystemClockConfig,
     TumblingWindow,
+    WindowConfig,
+)
+from flowspark.runtime.windowing import (
+    EOF_MS,
+    MAX_MS,
+    MIN_MS,
+    NUMAFLOW,
+    ClockLogic,
+    GlobalWindower,
+    NumaflowFixedWindower,
+    NumaflowSlidingWindower,
+    RegisteredWindower,
+    SessionWindower,
+    SlidingWindower,
+    TumblingWindower,
+    Windower,
+    build_clock,
+    build_windower,
+    from_ms,
+    to_ms,
+    windower_types,
 )
 
 ALIGN = datetime(2022, 1, 1, tzinfo=UTC)
@@ -96,48 +105,48 @@ def test_datetime_round_trip_up_to_the_millisecond(dt):
 
 def test_tumbling_windows_are_back_to_back_start_inclusive_end_exclusive():
     w = build_windower(TumblingWindow(length=timedelta(seconds=10), align_to=ALIGN))
-    assert w == SlidingWindower(10_000, 10_000, ALIGN_MS)
-    assert w.windows_for(ALIGN_MS) == [(ALIGN_MS, ALIGN_MS + 10_000)]
-    assert w.windows_for(ALIGN_MS + 9_999) == [(ALIGN_MS, ALIGN_MS + 10_000)]
-    assert w.windows_for(ALIGN_MS + 10_000) == [(ALIGN_MS + 10_000, ALIGN_MS + 20_000)]
+    assert w == TumblingWindower(10_000, ALIGN_MS)
+    assert w.assign(ALIGN_MS) == [(ALIGN_MS, ALIGN_MS + 10_000)]
+    assert w.assign(ALIGN_MS + 9_999) == [(ALIGN_MS, ALIGN_MS + 10_000)]
+    assert w.assign(ALIGN_MS + 10_000) == [(ALIGN_MS + 10_000, ALIGN_MS + 20_000)]
 
 
 def test_tumbling_window_defaults_to_epoch_alignment():
     w = build_windower(TumblingWindow(length=timedelta(minutes=1)))
-    assert w.windows_for(90_000) == [(60_000, 120_000)]
+    assert w.assign(90_000) == [(60_000, 120_000)]
 
 
 def test_overlapping_sliding_windows_give_each_item_length_over_offset_windows():
     w = SlidingWindower(length=10, offset=5, align=0)
-    assert w.windows_for(0) == [(-5, 5), (0, 10)]
-    assert w.windows_for(4) == [(-5, 5), (0, 10)]
-    assert w.windows_for(5) == [(0, 10), (5, 15)]
-    assert w.windows_for(12) == [(5, 15), (10, 20)]
+    assert w.assign(0) == [(-5, 5), (0, 10)]
+    assert w.assign(4) == [(-5, 5), (0, 10)]
+    assert w.assign(5) == [(0, 10), (5, 15)]
+    assert w.assign(12) == [(5, 15), (10, 20)]
 
 
 def test_uneven_overlap_gives_a_varying_number_of_windows():
     w = SlidingWindower(length=10, offset=3, align=0)
-    assert w.windows_for(0) == [(-9, 1), (-6, 4), (-3, 7), (0, 10)]
-    assert w.windows_for(1) == [(-6, 4), (-3, 7), (0, 10)]
+    assert w.assign(0) == [(-9, 1), (-6, 4), (-3, 7), (0, 10)]
+    assert w.assign(1) == [(-6, 4), (-3, 7), (0, 10)]
 
 
 def test_gapped_sliding_windows_leave_items_in_the_gaps_without_a_window():
     w = SlidingWindower(length=5, offset=10, align=0)
-    assert w.windows_for(0) == [(0, 5)]
-    assert w.windows_for(4) == [(0, 5)]
-    assert w.windows_for(5) == []
-    assert w.windows_for(9) == []
-    assert w.windows_for(10) == [(10, 15)]
-    assert w.windows_for(-3) == []
-    assert w.windows_for(-10) == [(-10, -5)]
+    assert w.assign(0) == [(0, 5)]
+    assert w.assign(4) == [(0, 5)]
+    assert w.assign(5) == []
+    assert w.assign(9) == []
+    assert w.assign(10) == [(10, 15)]
+    assert w.assign(-3) == []
+    assert w.assign(-10) == [(-10, -5)]
 
 
 def test_items_before_align_to_and_negative_times_get_windows_too():
     w = SlidingWindower(length=10, offset=10, align=100)
-    assert w.windows_for(99) == [(90, 100)]
-    assert w.windows_for(-1) == [(-10, 0)]
-    assert w.windows_for(-10) == [(-10, 0)]
-    assert w.windows_for(-11) == [(-20, -10)]
+    assert w.assign(99) == [(90, 100)]
+    assert w.assign(-1) == [(-10, 0)]
+    assert w.assign(-10) == [(-10, 0)]
+    assert w.assign(-11) == [(-20, -10)]
 
 
 def test_sliding_window_config_builds_its_windower():
@@ -160,9 +169,9 @@ def test_build_windower_rejects_other_objects():
     align=st.integers(-200, 200),
     t=st.integers(-500, 500),
 )
-def test_windows_for_returns_exactly_the_windows_containing_t(length, offset, align, t):
+def test_assign_returns_exactly_the_windows_containing_t(length, offset, align, t):
     w = SlidingWindower(length, offset, align)
-    got = w.windows_for(t)
+    got = w.assign(t)
     # Every returned window is a real window of the grid and contains t.
     for start, end in got:
         assert (start - align) % offset == 0
@@ -363,3 +372,136 @@ def test_configs_are_frozen():
     cfg = TumblingWindow(length=timedelta(seconds=1))
     with pytest.raises(AttributeError):
         cfg.length = timedelta(seconds=2)
+
+
+# -- The windower protocol ----------------------------------------------------------------
+
+
+def _satisfies_protocol(w: Windower) -> None:
+    """Every windower answers the whole protocol (a structural check)."""
+    assert isinstance(type(w).merges, bool)
+    for name in ("assign", "merge", "close_at", "late"):
+        assert callable(getattr(w, name)), name
+    assert w.fast_grid is None or len(w.fast_grid) == 3
+
+
+def test_tumbling_windower_protocol():
+    w = TumblingWindower(length=10, align=3)
+    _satisfies_protocol(w)
+    assert not w.merges and w.fast_grid == (10, 10, 3)
+    assert w.assign(3) == [(3, 13)] and w.assign(12) == [(3, 13)] and w.assign(2) == [(-7, 3)]
+    assert w.merge((3, 13), [(3, 13), (13, 23)]) == ((3, 13), [])
+    assert w.close_at((3, 13)) == 13
+    assert not w.late((3, 13), 13)  # the watermark at the end: still on time
+    assert w.late((3, 13), 14)
+
+
+def test_sliding_windower_protocol():
+    w = SlidingWindower(length=10, offset=5, align=0)
+    _satisfies_protocol(w)
+    assert not w.merges and w.fast_grid == (10, 5, 0)
+    assert w.assign(7) == [(0, 10), (5, 15)]
+    assert w.merge((0, 10), [(5, 15)]) == ((0, 10), [])
+    assert w.close_at((5, 15)) == 15
+    assert [w.late(x, 12) for x in w.assign(7)] == [True, False]
+
+
+def test_session_windower_protocol():
+    w = SessionWindower(gap=5)
+    _satisfies_protocol(w)
+    assert w.merges and w.fast_grid is None
+    assert w.assign(42) == [(42, 42)]
+    # An item joins every open session it is less than ``gap`` away from.
+    assert w.merge((10, 10), [(0, 6), (14, 20), (30, 30)]) == ((0, 20), [(0, 6), (14, 20)])
+    assert w.merge((10, 10), [(0, 5), (15, 20)]) == ((10, 10), [])  # exactly gap away: apart
+    assert w.close_at((0, 20)) == 25
+    assert not w.late((10, 10), 10) and w.late((10, 10), 11)
+
+
+def test_numaflow_windowers_close_when_the_watermark_reaches_the_end():
+    fixed, sliding = NumaflowFixedWindower(60, 0), NumaflowSlidingWindower(10, 5, 0)
+    for w in (fixed, sliding):
+        _satisfies_protocol(w)
+        assert not w.merges and w.fast_grid is None
+    assert fixed.assign(61) == [(60, 120)]
+    assert sliding.assign(7) == [(0, 10), (5, 15)]
+    assert fixed.merge((60, 120), [(60, 120)]) == ((60, 120), [])
+    # Closed once the watermark (minus allowed lateness) reaches the end, unlike bytewax's.
+    assert fixed.close_at((60, 120)) == 119
+    assert not fixed.late((60, 120), 119) and fixed.late((60, 120), 120)
+    assert not TumblingWindower(60, 0).late((60, 120), 120)
+
+
+def test_global_windower_is_the_accumulators_window_with_a_timeout():
+    w = GlobalWindower(timeout=100)
+    _satisfies_protocol(w)
+    assert w.merges and w.fast_grid is None
+    assert w.assign(5) == [(MIN_MS, 5)]
+    assert w.merge((MIN_MS, 5), [(MIN_MS, 40)]) == ((MIN_MS, 40), [(MIN_MS, 40)])
+    assert w.merge((MIN_MS, 50), [(MIN_MS, 40)]) == ((MIN_MS, 50), [(MIN_MS, 40)])
+    assert w.close_at((MIN_MS, 40)) == 140
+    assert not w.late((MIN_MS, 5), MAX_MS)  # nothing is late for it
+
+
+# -- The windower registry ----------------------------------------------------------------
+
+
+def test_the_registry_picks_each_windower_by_config_type():
+    td = timedelta(seconds=10)
+    assert type(build_windower(TumblingWindow(td))) is TumblingWindower
+    assert type(build_windower(SlidingWindow(td, td / 2))) is SlidingWindower
+    assert type(build_windower(SessionWindow(td))) is SessionWindower
+    assert build_windower(TumblingWindow(td, ALIGN), NUMAFLOW) == NumaflowFixedWindower(
+        10_000, ALIGN_MS
+    )
+    assert build_windower(SlidingWindow(td, td / 2), NUMAFLOW) == NumaflowSlidingWindower(
+        10_000, 5_000, 0
+    )
+    assert set(windower_types()) == {TumblingWindow, SlidingWindow, SessionWindow}
+    assert set(windower_types(NUMAFLOW)) == {TumblingWindow, SlidingWindow}
+
+
+def test_unknown_window_configs_raise_a_clear_type_error():
+    class Unknown(WindowConfig):
+        pass
+
+    with pytest.raises(TypeError, match="window_config must be .*SessionWindow.*; got"):
+        build_windower(Unknown())
+    # Numaflow's reduce_stream has no session windows.
+    with pytest.raises(TypeError, match="window_config must be .*TumblingWindow.*; got"):
+        build_windower(SessionWindow(timedelta(seconds=1)), NUMAFLOW)
+
+
+def test_a_new_window_kind_is_its_config_and_its_windower(monkeypatch):
+    import dataclasses
+
+    from flowspark.runtime import windowing
+
+    monkeypatch.setattr(windowing, "_WINDOWERS", dict(windowing._WINDOWERS))
+
+    @dataclasses.dataclass(frozen=True)
+    class EveryOther(WindowConfig):
+        length: timedelta
+
+    @dataclasses.dataclass(frozen=True)
+    class EveryOtherWindower(SlidingWindower, serves=EveryOther):
+        @classmethod
+        def from_config(cls, config: EveryOther) -> EveryOtherWindower:
+            length = config.length // timedelta(milliseconds=1)
+            return cls(length, 2 * length, 0)
+
+    w = build_windower(EveryOther(timedelta(seconds=1)))
+    assert w == EveryOtherWindower(1_000, 2_000, 0)
+    assert w.assign(500) == [(0, 1_000)] and w.assign(1_500) == []
+    with pytest.raises(TypeError, match="already has a bytewax windower"):
+
+        class Again(RegisteredWindower, serves=EveryOther):
+            pass
+
+
+def test_a_subclass_of_a_config_gets_its_bases_windower():
+    class MyTumbling(TumblingWindow):
+        pass
+
+    w = build_windower(MyTumbling(timedelta(seconds=1)))
+    assert w == TumblingWindower(1_000, 0)

@@ -120,7 +120,7 @@ class Stream:
 
     def output(self, step_id: str, output: Any) -> Stream:
         """Write items to ``output``; items also pass on downstream unmodified."""
-        from flowspark.outputs import Output
+        from flowspark.api.outputs import Output
 
         if not isinstance(output, Output):
             raise TypeError(
@@ -217,7 +217,7 @@ class Stream:
         fns: dict[str, Any],
         with_window: bool,
     ) -> WindowStream:
-        from flowspark.window import ClockConfig, WindowConfig
+        from flowspark.api.window import ClockConfig, WindowConfig
 
         if not isinstance(clock_config, ClockConfig):
             raise TypeError(
@@ -257,10 +257,12 @@ class Stream:
         value; ``str`` values are UTF-8 encoded; without ``event_time`` a datum is
         stamped with the time it is converted at.
         """
-        from flowspark.runtime.datums import DatumMaker
+        from flowspark.api.udf.checks import check_datum_functions
 
-        maker = DatumMaker(step_id or "to_datums", keys, value, event_time, headers, id)
-        return self._add("map", step_id or None, {"mapper": maker})
+        fns = {"keys": keys, "value": value, "event_time": event_time, "headers": headers, "id": id}
+        check_datum_functions(step_id or "to_datums", fns)
+        given = {name: fn for name, fn in fns.items() if fn is not None}
+        return self._add("to_datums", step_id or None, given)
 
     def map_stream(self, step_id: str, handler: Any, concurrency: int = 500) -> Stream:
         """Numaflow map stream: ``handler(keys, datum)`` is an async generator of
@@ -271,7 +273,6 @@ class Stream:
         ``DROP``-tagged messages are not forwarded.
         """
         from flowspark.api.udf.servers import handler_factory
-        from flowspark.runtime.datums import MapStreamRunner
 
         _check_step_id("map_stream", step_id)
         if not isinstance(concurrency, int) or concurrency < 1:
@@ -279,8 +280,7 @@ class Stream:
                 f"map_stream {step_id!r}: concurrency must be a positive int; got {concurrency!r}"
             )
         factory = handler_factory(handler, _map_kind(handler))
-        runner = MapStreamRunner(step_id, factory, concurrency)
-        return self._add("map_stream", step_id, {"runner": runner})
+        return self._add("map_stream", step_id, {"factory": factory}, {"concurrency": concurrency})
 
     def reduce_stream(
         self,
@@ -305,8 +305,7 @@ class Stream:
         a ``Reducer`` (non-stream) emits only at the close. Datums whose windows
         have all closed go to ``.late``.
         """
-        from flowspark.runtime.datums import DatumKeyer
-        from flowspark.window import SlidingWindow, TumblingWindow
+        from flowspark.api.window import SlidingWindow, TumblingWindow
 
         _check_step_id("reduce_stream", step_id)
         if isinstance(window, timedelta):
@@ -319,9 +318,7 @@ class Stream:
         _check_duration("reduce_stream", step_id, "allowed_lateness", allowed_lateness)
         _check_duration("reduce_stream", step_id, "watermark_delay", watermark_delay)
         factory = _reduce_factory(handler, init_args, init_kwargs)
-        keyed_items = self._add(
-            "map", f"{step_id}.key", {"mapper": DatumKeyer(f"reduce_stream {step_id!r}", keyed)}
-        )
+        keyed_items = self._key_datums(f"reduce_stream {step_id!r}", f"{step_id}.key", keyed)
         args = {
             "factory": factory,
             "window_config": window,
@@ -354,7 +351,6 @@ class Stream:
         subclass gets a new instance per key (``init_args``/``init_kwargs``).
         """
         from flowspark.api.udf.servers import handler_factory
-        from flowspark.runtime.datums import DatumKeyer
 
         _check_step_id("accumulate", step_id)
         if not isinstance(timeout, timedelta) or timeout < timedelta(0):
@@ -363,28 +359,29 @@ class Stream:
             )
         _check_duration("accumulate", step_id, "watermark_delay", watermark_delay)
         factory = handler_factory(handler, "accumulate", tuple(init_args), init_kwargs)
-        keyed_items = self._add(
-            "map", f"{step_id}.key", {"mapper": DatumKeyer(f"accumulate {step_id!r}")}
-        )
+        keyed_items = self._key_datums(f"accumulate {step_id!r}", f"{step_id}.key", True)
         args = {"factory": factory, "timeout": timeout, "watermark_delay": watermark_delay}
         step = self._flow._add_step(
             "accumulate", step_id, keyed_items._ports, {"handler": handler}, args
         )
         return Stream(self._flow, Port(step))
 
-    def route(
-        self, step_id: str | None = None, *, tags: Any = (), operator: str = "or"
-    ) -> Stream:
+    def route(self, step_id: str | None = None, *, tags: Any = (), operator: str = "or") -> Stream:
         """Numaflow conditional forwarding: keep datums whose tags match ``tags``.
 
         ``operator`` ``"or"`` (default): any of them; ``"and"``: all; ``"not"``:
         none. Without ``tags`` everything passes.
         """
-        from flowspark.runtime.datums import TagRoute
+        from flowspark.api.udf.checks import check_route
 
-        return self._add("filter", step_id, {"predicate": TagRoute(tags, operator)})
+        check_route(tags, operator)
+        return self._add("route", step_id, args={"tags": tuple(tags), "operator": operator})
 
     # -- helpers ---------------------------------------------------------------
+
+    def _key_datums(self, what: str, step_id: str, keyed: bool) -> Stream:
+        """Datums as ``(routing key, datum)``: what a keyed Numaflow step groups by."""
+        return self._add("key_datums", step_id, args={"what": what, "keyed": keyed})
 
     def _split_args(self, kind: str, args: tuple[Any, ...]) -> tuple[str | None, Any]:
         if len(args) == 1:
@@ -503,6 +500,9 @@ class Dataflow:
         self.steps: list[Step] = []
         self._ids: set[str] = set()
         self._head: Stream | None = None
+        # Context managers a run enters before it starts and exits when it ends (e.g.
+        # the HTTP server that a Numaflow pipeline's ``http`` sources read from).
+        self.services: list[Any] = []
 
     def __repr__(self) -> str:
         return f"Dataflow({self.flow_id!r}, steps={[s.step_id for s in self.steps]})"
@@ -551,7 +551,7 @@ class Dataflow:
         Returns the input's :class:`Stream`. A second ``flow.input`` merges its
         items into the flow's chain.
         """
-        from flowspark.inputs import Input
+        from flowspark.api.inputs import Input
 
         if not isinstance(input, Input):
             raise TypeError(
@@ -643,7 +643,6 @@ class Dataflow:
     ) -> None:
         """Collect all items for a key within a window, sorted by time."""
         self._extend(self._chain().collect_window(step_id, clock_config, window_config, **kw))
-
 
     # -- Numaflow UDFs --------------------------------------------------------------
 

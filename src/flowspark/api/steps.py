@@ -8,24 +8,79 @@ layer validates and orders them; the engine and runtime decide how they run.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-# Operators that keep no state and fuse into one Python stage.
-STATELESS_KINDS = frozenset(
-    {
-        "map",
-        "filter",
-        "filter_map",
-        "flat_map",
-        "inspect",
-        "inspect_epoch",
-        "inspect_worker",
-        "branch",
-        "merge",
-        "map_stream",
-        "output",
-    }
+Family = Literal["input", "stateless", "exchange", "keyed", "output"]
+
+
+@dataclass(frozen=True)
+class OperatorKind:
+    """What the plan, the stage and the logic factory need to know of an operator.
+
+    ``family``: ``input``/``output`` end a flow; ``stateless`` steps fuse into
+    one Python pass; an ``exchange`` moves items to other partitions; a ``keyed``
+    step shuffles by key and keeps state. ``applies``: how a stateless step's
+    function meets a list of items (``map``, ``filter``, ``filter_map``,
+    ``flat_map``, ``inspect``, ``inspect_epoch``, ``inspect_worker``,
+    ``branch``, ``chunk`` for a whole list at once; ``None``: items pass on).
+    ``fn``: the ``Step.fns`` entry holding the function, or ``None`` when the
+    runtime builds it from the step's arguments. ``state_per_key``: a keyed
+    step whose state is kept per key rather than in buckets of keys.
+
+    >>> operator("map").applies, operator("reduce").family
+    ('map', 'keyed')
+    """
+
+    name: str
+    family: Family
+    applies: str | None = None
+    fn: str | None = None
+    state_per_key: bool = False
+
+
+def _kinds(*kinds: OperatorKind) -> dict[str, OperatorKind]:
+    return {kind.name: kind for kind in kinds}
+
+
+OPERATORS: dict[str, OperatorKind] = _kinds(
+    OperatorKind("input", "input"),
+    OperatorKind("output", "output"),
+    OperatorKind("map", "stateless", "map", "mapper"),
+    OperatorKind("filter", "stateless", "filter", "predicate"),
+    OperatorKind("filter_map", "stateless", "filter_map", "mapper"),
+    OperatorKind("flat_map", "stateless", "flat_map", "mapper"),
+    OperatorKind("inspect", "stateless", "inspect", "inspector"),
+    OperatorKind("inspect_epoch", "stateless", "inspect_epoch", "inspector"),
+    OperatorKind("inspect_worker", "stateless", "inspect_worker", "inspector"),
+    OperatorKind("branch", "stateless", "branch", "predicate"),
+    OperatorKind("merge", "stateless"),
+    # Numaflow datums: the runtime builds these steps' functions from their arguments.
+    OperatorKind("to_datums", "stateless", "map"),
+    OperatorKind("key_datums", "stateless", "map"),
+    OperatorKind("route", "stateless", "filter"),
+    OperatorKind("map_stream", "stateless", "chunk"),
+    OperatorKind("redistribute", "exchange"),
+    OperatorKind("reduce", "keyed"),
+    OperatorKind("stateful_map", "keyed"),
+    OperatorKind("batch", "keyed"),
+    OperatorKind("reduce_window", "keyed"),
+    OperatorKind("fold_window", "keyed"),
+    OperatorKind("collect_window", "keyed"),
+    # Numaflow's keyed kinds keep their handlers' write-ahead log per key.
+    OperatorKind("accumulate", "keyed", state_per_key=True),
+    OperatorKind("reduce_stream", "keyed", state_per_key=True),
 )
+"""Every operator kind a :class:`Step` can have, by name."""
+
+
+def operator(kind: str) -> OperatorKind:
+    """The :class:`OperatorKind` named ``kind``; an unknown kind raises ``ValueError``."""
+    try:
+        return OPERATORS[kind]
+    except KeyError:
+        raise ValueError(
+            f"unknown operator kind {kind!r}; expected one of {sorted(OPERATORS)}"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -50,6 +105,11 @@ class Step:
     upstreams: tuple[Port, ...] = ()
     fns: dict[str, Any] = field(default_factory=dict)
     args: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def operator(self) -> OperatorKind:
+        """This step's :class:`OperatorKind` (an unknown kind raises ``ValueError``)."""
+        return operator(self.kind)
 
     def __repr__(self) -> str:
         return f"Step({self.kind!r}, {self.step_id!r})"

@@ -1,6 +1,6 @@
 """Local text files: line inputs with byte offsets, exactly-once line outputs.
 
-Inputs are :class:`~flowspark.inputs.SeekableInput` s: Spark's checkpoint keeps
+Inputs are :class:`~flowspark.api.inputs.SeekableInput` s: Spark's checkpoint keeps
 byte offsets, executors read the bytes themselves, and a restart resumes at the
 first unprocessed line. Outputs truncate back to the last committed offset when
 Spark replays a micro-batch, so every line is written exactly once.
@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 from zlib import adler32
 
-from flowspark.inputs import SeekableInput, Split
-from flowspark.outputs import PartitionedOutput, StatefulSink
+from flowspark.api.inputs import SeekableInput, Split
+from flowspark.api.outputs import PartitionedOutput, StatefulSink
 
 __all__ = ["FileInput", "DirInput", "CSVInput", "FileOutput", "DirOutput"]
 

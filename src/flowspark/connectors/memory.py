@@ -7,8 +7,8 @@ import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from flowspark.inputs import SeekableInput, Split
-from flowspark.outputs import DynamicOutput, StatelessSink
+from flowspark.api.inputs import SeekableInput, Split
+from flowspark.api.outputs import DynamicOutput, StatelessSink
 from flowspark.runtime.codec import decode_items, encode_items
 
 __all__ = ["TestingInput", "TestingOutput"]
@@ -55,12 +55,6 @@ class _SpilledChunkSplit(Split):
                 yield items if (lo, hi) == (0, len(items)) else items[lo:hi]
 
 
-# Set by the engine while it writes a run's input specs when executors share the
-# driver's disk (a local master): TestingInput then spills its encoded chunks to a
-# file there, and micro-batches carry file offsets instead of the data itself.
-SPILL_DIR: str | None = None
-
-
 class TestingInput(SeekableInput):
     """Emit the items of an iterable, in order, as one partition named ``"iterable"``.
 
@@ -80,6 +74,17 @@ class TestingInput(SeekableInput):
         self.batch_size = batch_size
         self._chunks: list[bytes] | None = None
         self._spill: tuple[str, list[tuple[int, int]]] | None = None
+        self._spill_dir: str | None = None
+
+    def for_run(self, scratch_dir: str | None) -> TestingInput:
+        """When executors share the driver's disk (``scratch_dir``), a copy that spills
+        its encoded chunks to a file there as it is pickled for Spark, so that
+        micro-batches carry file offsets instead of the data itself."""
+        if scratch_dir is None:
+            return self
+        prepared = object.__new__(TestingInput)  # not copy.copy: that pickles the data
+        prepared.__dict__.update(self.__dict__, _spill_dir=scratch_dir)
+        return prepared
 
     def __getstate__(self) -> dict[str, Any]:
         # Items travel to Spark's planning process once, pre-encoded in chunks,
@@ -92,10 +97,11 @@ class TestingInput(SeekableInput):
             encode_items(list(self.items[i : i + CHUNK_ITEMS]))
             for i in range(0, len(self.items), CHUNK_ITEMS)
         )
-        if SPILL_DIR is None:
+        spill_dir = getattr(self, "_spill_dir", None)
+        if spill_dir is None:
             state["chunks"] = list(chunks)
             return state
-        fd, path = tempfile.mkstemp(prefix="testing-input-", suffix=".bin", dir=SPILL_DIR)
+        fd, path = tempfile.mkstemp(prefix="testing-input-", suffix=".bin", dir=spill_dir)
         spans = []
         with os.fdopen(fd, "wb") as f:
             for data in chunks:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flowspark.outputs import DynamicOutput, StatelessSink
+from flowspark.api.outputs import DynamicOutput, StatelessSink
 
 __all__ = ["StdOutput"]
 

@@ -23,8 +23,8 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -32,22 +32,13 @@ from typing import Any
 import cloudpickle
 
 from flowspark.api.dataflow import Dataflow
-from flowspark.inputs import SeekableInput
-from flowspark.plan.graph import STATEFUL_KINDS, Plan, build_plan
+from flowspark.api.inputs import SeekableInput
+from flowspark.engine.observe import ProgressHub, ProgressLog, ReportBuilder, RunListener, RunReport
+from flowspark.plan.graph import Plan, build_plan
 from flowspark.runtime.codec import ROW_SCHEMA
-from flowspark.runtime.stage import StageProgram
+from flowspark.runtime.compile import CompiledFlow, CompiledLevel, compile_flow
 
 __all__ = ["RunConfig", "RunReport", "LateItemsWarning", "run_flow"]
-
-
-@dataclass
-class RunReport:
-    """What a finished run observed: micro-batches written, late items per window
-    step, and whether it ran as a streaming query (else as one batch job)."""
-
-    batches: int = 0
-    late_counts: dict[str, int] = field(default_factory=dict)
-    streamed: bool = True
 
 
 @dataclass
@@ -66,7 +57,8 @@ class RunConfig:
     worked off in several micro-batches. ``batch_job``: a run without a recovery
     directory whose inputs fit one micro-batch runs as one Spark batch job (same
     results, about 1 s less fixed cost, see ``engine/bounded.py``); ``False``
-    streams it anyway.
+    streams it anyway. ``listeners``: :class:`~flowspark.engine.observe.RunListener` s
+    told about every finished micro-batch (or the batch job).
     """
 
     bounded: bool = False
@@ -77,6 +69,7 @@ class RunConfig:
     verbose: bool | None = None
     max_batch_items: int | None = None
     batch_job: bool = True
+    listeners: Sequence[RunListener] = ()
 
 
 def _is_installed(path: str) -> bool:
@@ -109,15 +102,11 @@ def _local(spark: Any) -> bool:
     return spark.sparkContext.master.startswith("local")
 
 
-def _pickle_spec(spec: Any, spill_dir: Path | None) -> bytes:
-    """Pickle an input's spec; in-memory inputs may spill their data to ``spill_dir``."""
-    from flowspark.connectors import memory
-
-    memory.SPILL_DIR = str(spill_dir) if spill_dir is not None else None
-    try:
-        return cloudpickle.dumps(spec)
-    finally:
-        memory.SPILL_DIR = None
+def _for_run(inp: Any, spill_dir: Path | None) -> Any:
+    """An input as this run ships it to Spark (see ``SeekableInput.for_run``)."""
+    if isinstance(inp, SeekableInput):
+        return inp.for_run(str(spill_dir) if spill_dir is not None else None)
+    return inp
 
 
 def _tick_ms(config: RunConfig) -> int:
@@ -192,17 +181,7 @@ def run_flow(flow: Dataflow, config: RunConfig | None = None) -> RunReport:
     Late items of a window step whose ``.late`` stream leads nowhere are reported
     with a warning (they are counted, never dropped unseen).
     """
-    from flowspark.engine import bounded
-    from flowspark.engine.errors import clean_spark_error
-    from flowspark.engine.session import (
-        callback_connections,
-        close_callback_connections,
-        get_session,
-        session_parallelism,
-    )
-    from flowspark.engine.sink import BatchDispatcher
-    from flowspark.engine.stateful import LevelProcessor, keyed_level
-    from flowspark.runtime.stateful import logic_for
+    from flowspark.engine.session import get_session, session_parallelism
 
     config = config or RunConfig()
     plan = build_plan(flow)
@@ -210,47 +189,52 @@ def run_flow(flow: Dataflow, config: RunConfig | None = None) -> RunReport:
     _register_user_modules(plan)
     spark = get_session(config.master, config.verbose)
     parallelism = session_parallelism()
-    key_partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    compiled = compile_flow(plan, int(spark.conf.get("spark.sql.shuffle.partitions")))
+    with contextlib.ExitStack() as services:  # e.g. an HTTP source's server
+        for service in flow.services:
+            services.enter_context(service)
+        report = _execute(spark, compiled, config, parallelism)
+    _warn_unrouted_late(plan, report)
+    return report
+
+
+def _execute(spark: Any, compiled: CompiledFlow, config: RunConfig, parallelism: int) -> RunReport:
+    """Map the compiled levels onto Spark (a stream, or one batch job) and run them."""
+    from flowspark.engine import bounded
+    from flowspark.engine.errors import clean_spark_error
+    from flowspark.engine.session import callback_connections, close_callback_connections
+    from flowspark.engine.sink import BatchDispatcher
 
     with _run_directory(config) as (scratch, checkpoint):
         spill_dir = scratch if _local(spark) else None
-        whole = _batch_job_reads(plan, config, spill_dir, parallelism, key_partitions)
+        whole = _batch_job_reads(compiled, config, spill_dir, parallelism)
+        streamed = whole is None
         if whole is not None:  # one batch job (see engine/bounded.py)
             df = bounded.read_frame(spark, *whole, parallelism)
             wall_ms = time.time_ns() // 1_000_000  # the system time keyed steps see
 
-            def apply_keyed(df: Any, processor: LevelProcessor, first: bool) -> Any:
-                return bounded.keyed_level(df, processor, key_partitions, wall_ms)
+            def apply_keyed(df: Any, processor: Any, first: bool) -> Any:
+                return bounded.keyed_level(df, processor, compiled.key_partitions, wall_ms)
 
         else:
-            df = _stream_frame(spark, plan, config, scratch, spill_dir, parallelism, key_partitions)
-            apply_keyed = keyed_level
-        first_keyed = True
-        for level in range(1, plan.top_level + 1):
-            entries = plan.entries(level)
-            program = cloudpickle.dumps(
-                StageProgram.for_level(plan, level, entries, key_partitions)
-            )
-            keyed = [i for i in entries if plan.step(i).kind in STATEFUL_KINDS]
-            if keyed:
-                level_logics = {i: logic_for(plan.step(i)) for i in keyed}
-                uses_wal = any(logic.uses_wal for logic in level_logics.values())
-                logics = cloudpickle.dumps(level_logics)
-                processor = LevelProcessor(program, logics, parallelism, uses_wal)
-                df = apply_keyed(df, processor, first_keyed)
-                first_keyed = False
-            else:
-                fn = _stage_function(program, frozenset(entries), parallelism)
-                df = df.repartition(parallelism).mapInArrow(fn, ROW_SCHEMA)
+            df = _stream_frame(spark, compiled, config, scratch, spill_dir, parallelism)
+            apply_keyed = _keyed_stream_level
+        df = _apply_levels(df, compiled.levels, apply_keyed, parallelism)
 
-        dispatcher = BatchDispatcher(plan, checkpoint / "flowspark-sinks")
+        builder = ReportBuilder(streamed)
+        listeners: list[RunListener] = [builder, *config.listeners]
+        if os.environ.get("FLOWSPARK_PROGRESS_LOG"):
+            listeners.append(ProgressLog(os.environ["FLOWSPARK_PROGRESS_LOG"]))
+        hub = ProgressHub(listeners, streamed)
+        dispatcher = BatchDispatcher(compiled.plan, checkpoint / "flowspark-sinks", hub)
         connections = callback_connections()
         try:
             with _ctrl_c_flag() as interrupted:
                 if whole is not None:
                     bounded.run_job(df, dispatcher, interrupted)
+                    hub.job_done()
                 else:
-                    _run_stream(df, dispatcher, config, checkpoint, interrupted)
+                    _run_stream(df, dispatcher, config, checkpoint, interrupted, hub)
         except KeyboardInterrupt:
             raise
         except Exception as exc:
@@ -262,13 +246,35 @@ def run_flow(flow: Dataflow, config: RunConfig | None = None) -> RunReport:
             close_callback_connections(connections)
         if dispatcher.error is not None:
             raise dispatcher.error
-        report = RunReport(dispatcher.batches, dict(dispatcher.late_counts), whole is None)
-        _warn_unrouted_late(plan, report)
-        return report
+        return builder.report
+
+
+def _keyed_stream_level(df: Any, processor: Any, first: bool) -> Any:
+    from flowspark.engine.stateful import keyed_level
+
+    return keyed_level(df, processor, first)
+
+
+def _apply_levels(df: Any, levels: list[CompiledLevel], apply_keyed: Any, parallelism: int) -> Any:
+    """Each level after the inputs' on ``df``: a keyed level's processor (through
+    ``apply_keyed``), or a repartitioned ``mapInArrow`` after a ``redistribute``."""
+    from flowspark.engine.stateful import LevelProcessor
+
+    first_keyed = True
+    for level in levels:
+        if level.keyed:
+            assert level.logics is not None
+            processor = LevelProcessor(level.program, level.logics, parallelism, level.uses_wal)
+            df = apply_keyed(df, processor, first_keyed)
+            first_keyed = False
+        else:
+            fn = _stage_function(level.program, level.entries, parallelism)
+            df = df.repartition(parallelism).mapInArrow(fn, ROW_SCHEMA)
+    return df
 
 
 def _batch_job_reads(
-    plan: Plan, config: RunConfig, spill_dir: Path | None, parallelism: int, key_partitions: int
+    compiled: CompiledFlow, config: RunConfig, spill_dir: Path | None, parallelism: int
 ) -> tuple[dict[int, bytes], list[tuple[int, bytes]]] | None:
     """For a run that can be one batch job: the level-0 programs by input and the
     read tasks ``(input, pickled split)``. It can when it is bounded, has nothing
@@ -278,31 +284,29 @@ def _batch_job_reads(
 
     if not config.batch_job or config.recovery_dir or _per_batch(config):
         return None
-    inputs = {i: plan.step(i).args["input"] for i in plan.inputs}
     # Inputs read in the planning process always stream: say so before spilling any data.
-    if not all(isinstance(inp, SeekableInput) for inp in inputs.values()):
+    if not all(isinstance(i.input, SeekableInput) for i in compiled.inputs):
         return None
     programs: dict[int, bytes] = {}
     reads: list[tuple[int, bytes]] = []
-    for i, inp in inputs.items():
+    for compiled_input in compiled.inputs:
         # As the stream's planning process would see it (TestingInput spills its data).
-        spilled = pickle.loads(_pickle_spec(inp, spill_dir))
+        spilled = pickle.loads(cloudpickle.dumps(_for_run(compiled_input.input, spill_dir)))
         splits = whole_input_splits(spilled, parallelism, config.max_batch_items)
         if splits is None:
             return None
-        programs[i] = cloudpickle.dumps(StageProgram.for_level(plan, 0, [i], key_partitions))
-        reads.extend((i, cloudpickle.dumps(split)) for split in splits)
+        programs[compiled_input.entry] = compiled_input.program
+        reads.extend((compiled_input.entry, cloudpickle.dumps(split)) for split in splits)
     return programs, reads
 
 
 def _stream_frame(
     spark: Any,
-    plan: Plan,
+    compiled: CompiledFlow,
     config: RunConfig,
     scratch: Path,
     spill_dir: Path | None,
     parallelism: int,
-    key_partitions: int,
 ) -> Any:
     """The flow's inputs as one streaming DataFrame: ONE Python data source reads
     them all, so the flow's clock ends only when every input has ended."""
@@ -310,32 +314,38 @@ def _stream_frame(
 
     inputs = [
         InputSpec(
-            input=plan.step(i).args["input"],
-            entry=i,
-            step_id=plan.step(i).step_id,
-            program=cloudpickle.dumps(StageProgram.for_level(plan, 0, [i], key_partitions)),
+            input=_for_run(i.input, spill_dir),
+            entry=i.entry,
+            step_id=i.step_id,
+            program=i.program,
         )
-        for i in plan.inputs
+        for i in compiled.inputs
     ]
     trigger = config.trigger_interval
+    stateful = compiled.stateful
     spec = SourceSpec(
         inputs=inputs,
         per_batch_epochs=_per_batch(config),
         parallelism=parallelism,
         spread=parallelism,
-        stateful=plan.stateful,
+        stateful=stateful,
         until_end=not config.bounded,
-        tick_ms=_tick_ms(config) if plan.stateful and not config.bounded else None,
+        tick_ms=_tick_ms(config) if stateful and not config.bounded else None,
         trigger_ms=int(trigger.total_seconds() * 1000) if trigger else 0,
         max_batch_items=config.max_batch_items,
     )
     path = scratch / "inputs.spec"
-    path.write_bytes(_pickle_spec(spec, spill_dir))
+    path.write_bytes(cloudpickle.dumps(spec))
     return spark.readStream.format("flowspark").option("spec", str(path)).load()
 
 
 def _run_stream(
-    df: Any, dispatcher: Any, config: RunConfig, checkpoint: Path, interrupted: threading.Event
+    df: Any,
+    dispatcher: Any,
+    config: RunConfig,
+    checkpoint: Path,
+    interrupted: threading.Event,
+    hub: ProgressHub,
 ) -> None:
     """Start the streaming query writing through ``dispatcher`` and wait for its end.
 
@@ -345,7 +355,7 @@ def _run_stream(
     """
     writer = df.writeStream.foreachBatch(dispatcher).option("checkpointLocation", str(checkpoint))
     query = writer.trigger(availableNow=True).start()
-    _await(query, interrupted)
+    _await(query, interrupted, hub)
 
 
 def _warn_unrouted_late(plan: Plan, report: RunReport) -> None:
@@ -387,39 +397,37 @@ def _ctrl_c_flag() -> Iterator[threading.Event]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _await(query: Any, interrupted: threading.Event) -> None:
+def _await(query: Any, interrupted: threading.Event, hub: ProgressHub) -> None:
     """Wait for the query in short slices; stop it and raise KeyboardInterrupt on Ctrl-C.
 
-    ``$FLOWSPARK_PROGRESS_LOG``: append every micro-batch's Spark progress (JSON,
-    with ``durationMs`` per phase) to that file, for finding where time goes.
+    Each finished micro-batch's Spark progress goes to ``hub`` (its listeners; with
+    ``$FLOWSPARK_PROGRESS_LOG`` one appends it to that file as JSON lines).
     """
-    log = _ProgressLog(os.environ.get("FLOWSPARK_PROGRESS_LOG"))
+    progress = _NewProgress(query)
     while query.isActive:
         if interrupted.is_set():
             query.stop()
             raise KeyboardInterrupt
         query.awaitTermination(0.2)
-        log.write(query)
-    log.write(query)
+        progress.hand_to(hub)
+    progress.hand_to(hub)
+    hub.finish()
     # Surface a failure that ended the query between two polls.
     query.awaitTermination()
 
 
-class _ProgressLog:
-    """Appends a query's new progress reports to a file (JSON lines), if one is named."""
+class _NewProgress:
+    """A query's progress reports not handed on yet."""
 
-    def __init__(self, path: str | None) -> None:
-        self.path = path
+    def __init__(self, query: Any) -> None:
+        self.query = query
         self.last_batch = -1
 
-    def write(self, query: Any) -> None:
-        if not self.path:
-            return
+    def hand_to(self, hub: ProgressHub) -> None:
         import json
 
-        fresh = [p for p in query.recentProgress if p.batchId > self.last_batch]
+        fresh = [p for p in self.query.recentProgress if p.batchId > self.last_batch]
+        for progress in fresh:
+            hub.spark_progress(json.loads(progress.json))
         if fresh:
-            with open(self.path, "a") as f:
-                for progress in fresh:
-                    f.write(json.dumps(json.loads(progress.json)) + "\n")
             self.last_batch = fresh[-1].batchId

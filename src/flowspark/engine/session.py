@@ -74,6 +74,10 @@ def get_session(
         _prepare_environment()
         from pyspark.sql import SparkSession
 
+        from flowspark.engine.compat import check_pyspark
+
+        check_pyspark()
+
         cores = _cores(master)
         java_opts = f"-Dlog4j2.configurationFile=file:{_log_config(verbose)}"
         settings = {
@@ -140,10 +144,9 @@ def stop_session() -> None:
 
 def callback_connections() -> set[Any]:
     """The py4j connections the JVM opened to this process (one per JVM thread)."""
-    session = _SESSION
-    gateway = getattr(getattr(session, "sparkContext", None), "_gateway", None)
-    server = getattr(gateway, "_callback_server", None)
-    return set(getattr(server, "connections", ()))
+    from flowspark.engine.compat import py4j_callback_connections
+
+    return py4j_callback_connections(_SESSION)
 
 
 def close_callback_connections(keep: set[Any]) -> None:

@@ -20,9 +20,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from flowspark.outputs import DynamicOutput, Output, PartitionedOutput
+from flowspark.api.outputs import DynamicOutput, Output, PartitionedOutput
 from flowspark.plan.graph import Plan
-from flowspark.runtime.codec import LATE_COUNT_PORT, MARKER_PORT, STDOUT_PORT, decode_items
+from flowspark.runtime.codec import (
+    LATE_COUNT_PORT,
+    MARKER_PORT,
+    READ_COUNT_PORT,
+    STDOUT_PORT,
+    decode_count,
+    decode_items,
+)
 from flowspark.runtime.errors import StepError, find_step_error, user_error
 
 __all__ = ["BatchDispatcher", "FlowFailed"]
@@ -140,9 +147,13 @@ def _gc_paused() -> Iterator[None]:
 
 
 class BatchDispatcher:
-    """``foreachBatch`` function: route a micro-batch's rows to the flow's sinks."""
+    """``foreachBatch`` function: route a micro-batch's rows to the flow's sinks.
 
-    def __init__(self, plan: Plan, state_dir: Path) -> None:
+    What each batch read, wrote and found late goes to ``hub`` (see engine/observe.py).
+    """
+
+    def __init__(self, plan: Plan, state_dir: Path, hub: Any = None) -> None:
+        self.hub = hub
         self.plan = plan
         self.state_dir = state_dir
         self.writers: dict[int, Any] = {}
@@ -153,7 +164,6 @@ class BatchDispatcher:
             self.writers[plan.sink_ports[o]] = _writer(step.args["output"], step.step_id, state_dir)
         self.error: BaseException | None = None
         self.batches = 0
-        self.late_counts: dict[str, int] = {}
 
     def __call__(self, df: Any, batch_id: int) -> None:
         try:
@@ -173,33 +183,42 @@ class BatchDispatcher:
 
     def _dispatch(self, table: Any, batch_id: int) -> None:
         writers = self.writers
+        read: dict[str, int] = {}
+        written: dict[str, int] = {}
+        late: dict[str, int] = {}
         for writer in writers.values():
             writer.begin(batch_id)
         ports = table.column("port").to_pylist()
-        keys = table.column("key").to_pylist()
         datas = table.column("data").to_pylist()
-        for port, key, data in zip(ports, keys, datas):
+        for port, data in zip(ports, datas):
             if port == STDOUT_PORT:
                 sys.stdout.write(data.decode("utf-8"))
                 continue
             if port == MARKER_PORT:
                 continue
-            if port == LATE_COUNT_PORT:
-                self.late_counts[key] = self.late_counts.get(key, 0) + int(data)
+            if port in (LATE_COUNT_PORT, READ_COUNT_PORT):
+                step_id, count = decode_count(data)
+                counts = late if port == LATE_COUNT_PORT else read
+                counts[step_id] = counts.get(step_id, 0) + count
                 continue
             writer = writers.get(port)
             if writer is None:
                 raise RuntimeError(f"internal: a row for unknown port {port} reached the sinks")
             with _gc_paused():
                 items = decode_items(data)
+            items = items if isinstance(items, list) else list(items)
+            step_id = self.step_ids[port]
+            written[step_id] = written.get(step_id, 0) + len(items)
             try:
-                writer.write(items if isinstance(items, list) else list(items))
+                writer.write(items)
             except Exception as exc:  # the user's sink: its error keeps its type
-                error = user_error(self.step_ids[port], "write_batch", items[:3], exc)
+                error = user_error(step_id, "write_batch", items[:3], exc)
                 raise error from error.__cause__
         sys.stdout.flush()
         for writer in writers.values():
             writer.commit(batch_id)
+        if self.hub is not None:
+            self.hub.batch_written(batch_id, read, written, late)
 
     def close(self) -> None:
         """Close every sink."""

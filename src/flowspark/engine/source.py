@@ -15,11 +15,11 @@ windows the other inputs still had items for.
 
 Two ways to read, by input family:
 
-* :class:`~flowspark.inputs.SeekableInput`: offsets are integers per part; the
+* :class:`~flowspark.api.inputs.SeekableInput`: offsets are integers per part; the
   planning process computes them, executors read the data (in parallel splits).
   Such an input ends at the end offsets it has when the run first looks.
-* bytewax :class:`~flowspark.inputs.PartitionedInput` /
-  :class:`~flowspark.inputs.DynamicInput`: the planning process calls
+* bytewax :class:`~flowspark.api.inputs.PartitionedInput` /
+  :class:`~flowspark.api.inputs.DynamicInput`: the planning process calls
   ``next_batch`` as bytewax 0.17 does — when ``next_awake()`` says so, ``None``
   meaning at once (after 1 ms when the last batch was empty) — and ships the
   items inside the partitions; ``StopIteration`` ends a part. Offsets hold the
@@ -53,7 +53,7 @@ import cloudpickle
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
-from flowspark.inputs import DynamicInput, Input, PartitionedInput, SeekableInput, Split
+from flowspark.api.inputs import DynamicInput, Input, PartitionedInput, SeekableInput, Split
 from flowspark.runtime.codec import (
     MARKER_PORT,
     ROW_SCHEMA,

@@ -4,7 +4,7 @@ Rows reaching the level are grouped by their key column: ``"<port>\\x1f<key>"``
 for a keyed step's values (packed: one row per key per upstream chunk), null
 for everything else (sink chunks, clock markers, items for stateless entries),
 which passes through. Per key and batch the processor reads ONE state blob,
-runs the step's :class:`~flowspark.runtime.stateful.KeyedLogic` over all the
+runs the step's :class:`~flowspark.runtime.keyed.KeyedLogic` over all the
 key's values, writes ONE blob back, and keeps one event-time timer at the wake
 time the logic asked for. The downstream stateless steps of the level run right
 there on what the logic emitted.
@@ -30,6 +30,7 @@ from pyspark.sql import Row
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
+from flowspark.engine.compat import processor_init_on_driver
 from flowspark.runtime.codec import (
     BUCKET_SEPARATOR,
     KEY_SEPARATOR,
@@ -39,8 +40,9 @@ from flowspark.runtime.codec import (
     WHOLE_INPUT_MS,
     decode_items,
     decode_ordered,
+    encode_count,
 )
-from flowspark.runtime.stateful import Outcome
+from flowspark.runtime.keyed import KeyedCall, Outcome, Wal
 from flowspark.runtime.windowing import EOF_MS, from_ms, to_ms
 
 __all__ = ["LevelProcessor", "keyed_level"]
@@ -53,22 +55,13 @@ _WHOLE_INPUT_FLUSH = 65536
 # Spark's watermark trails the newest row time by this much, so rows at
 # WHOLE_INPUT_MS leave it at its start (0); timers are registered this much early.
 WATERMARK_LAG_MS = WHOLE_INPUT_MS
+# A state bucket keeps its keys' states inline in one blob up to this size.
+INLINE_BUCKET_BYTES = 64 * 1024
 
 
 def _ms(ts: datetime) -> int:
     """Milliseconds of a row's ``ts`` (Spark hands back naive UTC datetimes)."""
     return to_ms(ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC))
-
-
-def _on_driver(handle: StatefulProcessorHandle) -> bool:
-    """Whether ``init`` runs in the driver's schema-collecting pass (a fresh
-    process on every query start), which needs nothing but the state declared."""
-    from pyspark.sql.streaming.stateful_processor_api_client import (
-        StatefulProcessorHandleState,
-    )
-
-    client = getattr(handle, "stateful_processor_api_client", None)
-    return getattr(client, "handle_state", None) == StatefulProcessorHandleState.PRE_INIT
 
 
 class LevelProcessor(StatefulProcessor):
@@ -83,12 +76,15 @@ class LevelProcessor(StatefulProcessor):
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
         self.state = handle.getValueState("flowspark", _BLOB)
-        self.wal = _ListStateWal(handle.getListState("wal", _BLOB)) if self.uses_wal else None
-        # A state bucket (grouping key ``port\x1db``): each user key's state in a
-        # map, and the bucket's wake times ({user key: ms}) in one blob.
+        self.wal: Wal | None = (
+            _ListStateWal(handle.getListState("wal", _BLOB)) if self.uses_wal else None
+        )
+        # A state bucket (grouping key ``port\x1db``): one blob with the bucket's
+        # wake times ({user key: ms}) and, while small, its keys' states; a map of
+        # each user key's state once the bucket outgrows that blob.
         self.key_states = handle.getMapState("keys", _USER_KEY, _BLOB)
         self.bucket_wakes = handle.getValueState("wakes", _BLOB)
-        if _on_driver(handle):
+        if processor_init_on_driver(handle):
             return  # Spark only collects the state's schemas there
         self.load()
 
@@ -125,12 +121,16 @@ class LevelProcessor(StatefulProcessor):
         decoded = [(order, decode_items(chunk)) for order, chunk in chunks]
         logic = self.logics[port]
         values = _values(decoded)
-        extra = (self.wal, _origins(decoded)) if logic.uses_wal else ()
+        wal, origins = (self.wal, _origins(decoded)) if logic.uses_wal else (None, None)
         if now >= EOF_MS:  # flushed by an upstream keyed step as the input ended
             wall = timerValues.getCurrentProcessingTimeInMs()
-            call = lambda state: logic.on_values_at_end(user_key, state, values, wall, *extra)  # noqa: E731
+            call = lambda state: logic.on_values_at_end(  # noqa: E731
+                KeyedCall(user_key, state, wall, values, wal, origins)
+            )
         else:
-            call = lambda state: logic.on_values(user_key, state, values, now, *extra)  # noqa: E731
+            call = lambda state: logic.on_values(  # noqa: E731
+                KeyedCall(user_key, state, now, values, wal, origins)
+            )
         yield from self._step(port, call, now)
 
     def handleExpiredTimer(
@@ -146,9 +146,12 @@ class LevelProcessor(StatefulProcessor):
         port_text, user_key = composite.split(KEY_SEPARATOR, 1)
         port = int(port_text)
         logic = self.logics[port]
-        extra = (self.wal,) if logic.uses_wal else ()
+        wal = self.wal if logic.uses_wal else None
         yield from self._step(
-            port, lambda state: logic.on_timer(user_key, state, now, *extra), now, fired=True
+            port,
+            lambda state: logic.on_timer(KeyedCall(user_key, state, now, wal=wal)),
+            now,
+            fired=True,
         )
 
     def close(self) -> None:
@@ -181,9 +184,11 @@ class LevelProcessor(StatefulProcessor):
         by_key = keys_in_rows(r.data for r in rows)  # decoded at each key's turn
         if now >= EOF_MS:  # flushed by an upstream keyed step as the input ended
             wall = timer_values.getCurrentProcessingTimeInMs()
-            call = lambda k, state, values: logic.on_values_at_end(k, state, values, wall)  # noqa: E731
+            call = lambda k, state, values: logic.on_values_at_end(  # noqa: E731
+                KeyedCall(k, state, wall, values)
+            )
         else:
-            call = lambda k, state, values: logic.on_values(k, state, values, now)  # noqa: E731
+            call = lambda k, state, values: logic.on_values(KeyedCall(k, state, now, values))  # noqa: E731
         values = lambda k: [v for _, data in by_key[k] for v in decode_items(data)]  # noqa: E731
         yield from self._bucket_step(
             port, sorted(by_key), lambda k, state: call(k, state, values(k)), now
@@ -195,7 +200,7 @@ class LevelProcessor(StatefulProcessor):
         logic = self.logics[port]
         due = lambda wakes: sorted(k for k, at in wakes.items() if at <= now)  # noqa: E731
         yield from self._bucket_step(
-            port, due, lambda k, state: logic.on_timer(k, state, now), now, fired=True
+            port, due, lambda k, state: logic.on_timer(KeyedCall(k, state, now)), now, fired=True
         )
 
     def _bucket_step(
@@ -203,30 +208,48 @@ class LevelProcessor(StatefulProcessor):
     ) -> Iterator[Row]:
         """Run ``call(key, state)`` for ``keys`` of a bucket (a list, or a function of
         the bucket's wake times); store states, wake times and the bucket's one timer
-        (at its earliest wake time); emit what the keys produced, in key order."""
+        (at its earliest wake time); emit what the keys produced, in key order.
+
+        A small bucket keeps its keys' states inline, in the same blob as its wake
+        times: one state read and one write per bucket and batch, whatever its number
+        of keys. Once that blob outgrows ``INLINE_BUCKET_BYTES`` the bucket moves its
+        states to the map (a read and a write per key touched) and stays there.
+        """
         from flowspark.runtime.task import capture_stdout
 
         stored = self.bucket_wakes.get()
-        wakes: dict[str, int] = pickle.loads(stored[0]) if stored else {}
+        wakes, inline = _BucketBlob.load(stored[0] if stored else None)
         earliest = min(wakes.values(), default=None)
         total = Outcome(None)
         with capture_stdout() as captured:
             for user_key in keys(wakes) if callable(keys) else keys:
-                row = self.key_states.getValue((user_key,))
-                outcome = call(user_key, pickle.loads(row[0]) if row else None)
-                if outcome.state is not None:
-                    blob = pickle.dumps(outcome.state, protocol=5)
-                    self.key_states.updateValue((user_key,), (blob,))
-                elif row is not None:
-                    self.key_states.removeKey((user_key,))
+                if inline is not None:
+                    outcome = call(user_key, inline.get(user_key))
+                    if outcome.state is not None:
+                        inline[user_key] = outcome.state
+                    else:
+                        inline.pop(user_key, None)
+                else:
+                    row = self.key_states.getValue((user_key,))
+                    outcome = call(user_key, pickle.loads(row[0]) if row else None)
+                    if outcome.state is not None:
+                        blob = pickle.dumps(outcome.state, protocol=5)
+                        self.key_states.updateValue((user_key,), (blob,))
+                    elif row is not None:
+                        self.key_states.removeKey((user_key,))
                 if outcome.wake is not None:
                     wakes[user_key] = outcome.wake
                 else:
                     wakes.pop(user_key, None)
                 total.emitted += outcome.emitted
                 total.late += outcome.late
-        if wakes:
-            self.bucket_wakes.update((pickle.dumps(wakes, protocol=5),))
+        blob = _BucketBlob.dump(wakes, inline)
+        if blob is not None and inline is not None and len(blob) > INLINE_BUCKET_BYTES:
+            for user_key, state in inline.items():  # the bucket outgrew its blob
+                self.key_states.updateValue((user_key,), (pickle.dumps(state, protocol=5),))
+            blob = _BucketBlob.dump(wakes, None)
+        if blob is not None:
+            self.bucket_wakes.update((blob,))
         elif stored:
             self.bucket_wakes.clear()
         soonest = min(wakes.values(), default=None)
@@ -255,10 +278,11 @@ class LevelProcessor(StatefulProcessor):
         # In key order, as Spark hands keys over when they travel one by one.
         for user_key in sorted(by_key):
             decoded = [(order, decode_items(data)) for order, data in by_key.pop(user_key)]
-            extra = (MemoryWal(), _origins(decoded)) if logic.uses_wal else ()
+            wal, origins = (MemoryWal(), _origins(decoded)) if logic.uses_wal else (None, None)
             with capture_stdout() as captured:
-                placed = logic.on_values(user_key, None, _values(decoded), now, *extra)
-                ended = logic.on_timer(user_key, placed.state, EOF_MS, *extra[:1])
+                values = _values(decoded)
+                placed = logic.on_values(KeyedCall(user_key, None, now, values, wal, origins))
+                ended = logic.on_timer(KeyedCall(user_key, placed.state, EOF_MS, wal=wal))
             text += captured.take()
             for outcome in (placed, ended):
                 total.emitted += outcome.emitted
@@ -276,7 +300,8 @@ class LevelProcessor(StatefulProcessor):
             yield Row(port=STDOUT_PORT, key=None, data=text, ts=ts)
         if outcome.late:
             step_id = self.logics[port].step_id
-            yield Row(port=LATE_COUNT_PORT, key=step_id, data=b"%d" % len(outcome.late), ts=ts)
+            count = encode_count(step_id, len(outcome.late))
+            yield Row(port=LATE_COUNT_PORT, key=None, data=count, ts=ts)
         if outcome.emitted or outcome.late:
             yield from self._run(port, (outcome.emitted, outcome.late), ts)
 
@@ -331,8 +356,28 @@ def _origins(decoded: list[tuple[int, Any]]) -> list[tuple[int, int]]:
     return [(order >> 32, len(items)) for order, items in decoded]
 
 
+class _BucketBlob:
+    """A state bucket's one blob: its keys' wake times, and their states while the
+    bucket keeps them inline (``None`` once they live in the map state)."""
+
+    @staticmethod
+    def load(blob: bytes | None) -> tuple[dict[str, int], dict[str, Any] | None]:
+        if blob is None:
+            return {}, {}
+        wakes, inline = pickle.loads(blob)
+        return wakes, inline
+
+    @staticmethod
+    def dump(wakes: dict[str, int], inline: dict[str, Any] | None) -> bytes | None:
+        """The blob to store, or ``None`` when the bucket holds nothing at all."""
+        if not wakes and inline is not None and not inline:
+            return None
+        return pickle.dumps((wakes, inline), protocol=5)
+
+
 class _ListStateWal:
-    """A keyed step's write-ahead log in Spark state: a list of pickled entries."""
+    """A keyed step's :class:`~flowspark.runtime.keyed.Wal` in Spark state: a list of
+    pickled entries."""
 
     def __init__(self, state: Any) -> None:
         self.state = state

@@ -5,9 +5,10 @@ no input, no output, an input whose items never reach an output.
 
 The plan also cuts the flow into *levels*. Level 0 holds the steps reachable
 from the inputs without crossing an exchange; they run inside the source
-readers. An exchange (``redistribute`` now; keyed stateful steps later) moves
-items across Spark partitions, so the steps after it run one level up, in a
-stage after the shuffle. Within a level all steps fuse into one Python pass.
+readers. An exchange (``redistribute``) or a keyed step moves items across
+Spark partitions, so the steps after it run one level up, in a stage after the
+shuffle. Within a level all steps fuse into one Python pass. What each operator
+kind is (its family) comes from the table in :mod:`flowspark.api.steps`.
 """
 
 from __future__ import annotations
@@ -20,30 +21,9 @@ from flowspark.api.steps import Step
 __all__ = [
     "Plan",
     "build_plan",
-    "EXCHANGE_KINDS",
-    "STATEFUL_KINDS",
-    "PER_KEY_KINDS",
     "SINK_PORT_BASE",
 ]
 
-# Steps whose output moves to other partitions (their children run a level up).
-EXCHANGE_KINDS = frozenset({"redistribute"})
-# Keyed steps: their input is shuffled by key, so they start a new level.
-STATEFUL_KINDS = frozenset(
-    {
-        "reduce",
-        "stateful_map",
-        "batch",
-        "reduce_window",
-        "fold_window",
-        "collect_window",
-        "accumulate",
-        "reduce_stream",
-    }
-)
-# Keyed steps that keep their state per key rather than in buckets of keys: the
-# Numaflow kinds, whose handlers' write-ahead log is a list per key.
-PER_KEY_KINDS = frozenset({"accumulate", "reduce_stream"})
 # Rows whose port is SINK_PORT_BASE + i carry items for the plan's i-th output.
 SINK_PORT_BASE = 1 << 20
 
@@ -63,7 +43,7 @@ class Plan:
     @property
     def stateful(self) -> bool:
         """Whether any step keeps keyed state (the query then needs a clock)."""
-        return any(s.kind in STATEFUL_KINDS for s in self.steps)
+        return any(s.operator.family == "keyed" for s in self.steps)
 
     def entries(self, level: int) -> list[int]:
         """Steps of ``level`` that receive items from a lower level."""
@@ -89,6 +69,11 @@ def build_plan(flow: Dataflow) -> Plan:
     if not isinstance(flow, Dataflow):
         raise TypeError(f"expected a flowspark Dataflow; got {type(flow).__name__}")
     steps = list(flow.steps)  # creation order is a topological order
+    for step in steps:
+        try:
+            step.operator  # noqa: B018 - an unknown kind raises here
+        except ValueError as exc:
+            raise ValueError(f"step {step.step_id!r}: {exc}") from None
     inputs = [i for i, s in enumerate(steps) if s.kind == "input"]
     outputs = [i for i, s in enumerate(steps) if s.kind == "output"]
     if not inputs:
@@ -110,7 +95,8 @@ def build_plan(flow: Dataflow) -> Plan:
     for i, step in enumerate(steps):
         for port in step.upstreams:
             up = index[port.step]
-            bump = 1 if steps[up].kind in EXCHANGE_KINDS or step.kind in STATEFUL_KINDS else 0
+            crosses = steps[up].operator.family == "exchange" or step.operator.family == "keyed"
+            bump = 1 if crosses else 0
             levels[i] = max(levels[i], levels[up] + bump)
 
     reaches_output = [False] * len(steps)

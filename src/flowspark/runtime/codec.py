@@ -40,10 +40,13 @@ __all__ = [
     "STDOUT_PORT",
     "MARKER_PORT",
     "LATE_COUNT_PORT",
+    "READ_COUNT_PORT",
     "KEY_SEPARATOR",
     "WHOLE_INPUT_MS",
     "BUCKET_SEPARATOR",
     "STATE_BUCKET_SEPARATOR",
+    "encode_count",
+    "decode_count",
     "encode_items",
     "encode_range",
     "decode_items",
@@ -58,8 +61,11 @@ ROW_SCHEMA = "port int, key string, data binary, ts timestamp"
 STDOUT_PORT = -1
 # Rows on this port carry only a time (a clock tick, or the end of the input).
 MARKER_PORT = -2
-# Rows on this port count late items: key = step id, data = the count (decimal).
+# Rows on this port count late items: no key, data = encode_count(step id, count).
 LATE_COUNT_PORT = -3
+# Rows on this port count items read: no key, data = encode_count(input step id, count).
+# (Count rows carry no key so that a later level passes them through untouched.)
+READ_COUNT_PORT = -4
 # A keyed row's key column is f"{port}{KEY_SEPARATOR}{user key}".
 KEY_SEPARATOR = "\x1f"
 # ... or f"{port}{BUCKET_SEPARATOR}{n}" for all keys bound to one partition (rows of
@@ -75,6 +81,23 @@ STATE_BUCKET_SEPARATOR = "\x1d"
 WHOLE_INPUT_MS = 1
 
 _RANGE = struct.Struct("<qqq")
+
+
+def encode_count(step_id: str, count: int) -> bytes:
+    """A count row's data: which step counted how many.
+
+    >>> decode_count(encode_count("inp", 12))
+    ('inp', 12)
+    """
+    return f"{step_id}{KEY_SEPARATOR}{count}".encode()
+
+
+def decode_count(data: bytes) -> tuple[str, int]:
+    """The ``(step id, count)`` of a count row's data."""
+    step_id, count = data.decode().rsplit(KEY_SEPARATOR, 1)
+    return step_id, int(count)
+
+
 _ORDER = struct.Struct("<q")
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from flowspark.api.udf.checks import check_datum_functions, check_route
 from flowspark.api.udf.times import as_utc
 from flowspark.api.udf.types import DROP, Datum
 from flowspark.runtime.errors import short_repr, step_failure
@@ -108,17 +109,8 @@ class DatumMaker:
         headers: Callable[[Any], dict[str, str]] | None = None,
         id: Callable[[Any], str] | None = None,  # noqa: A002 - Numaflow's name
     ) -> None:
-        for name, fn in (
-            ("keys", keys),
-            ("value", value),
-            ("event_time", event_time),
-            ("headers", headers),
-            ("id", id),
-        ):
-            if fn is not None and not callable(fn):
-                raise TypeError(
-                    f"to_datums {step_id!r}: {name} must be a function of the item; got {fn!r:.80}"
-                )
+        fields = {"keys": keys, "value": value, "event_time": event_time, "headers": headers}
+        check_datum_functions(step_id, {**fields, "id": id})
         self.step_id = step_id
         self.keys = keys or _default_keys
         self.value = value or _default_value
@@ -171,9 +163,6 @@ class DatumKeyer:
         return routing_key(datum._keys), datum
 
 
-OPERATORS = ("or", "and", "not")
-
-
 class TagRoute:
     """Numaflow's conditional forwarding: keep datums whose tags match.
 
@@ -182,10 +171,7 @@ class TagRoute:
     """
 
     def __init__(self, tags: Sequence[str], operator: str = "or") -> None:
-        if isinstance(tags, str) or not all(isinstance(t, str) for t in tags):
-            raise TypeError(f"route: tags must be a list of str; got {tags!r:.100}")
-        if operator not in OPERATORS:
-            raise ValueError(f"route: operator must be 'or', 'and' or 'not'; got {operator!r}")
+        check_route(tags, operator)
         self.tags = frozenset(tags)
         self.operator = operator
 
@@ -255,3 +241,14 @@ class MapStreamRunner:
         return run_map_stream(
             self.step_id, self.handler, datums, self.concurrency, _keys_of, _inherit
         )
+
+
+BUILT_STEPS: dict[str, Callable[[Any], Callable[..., Any]]] = {
+    "to_datums": lambda step: DatumMaker(step.step_id, **step.fns),
+    "key_datums": lambda step: DatumKeyer(step.args["what"], step.args["keyed"]),
+    "route": lambda step: TagRoute(step.args["tags"], step.args["operator"]),
+    "map_stream": lambda step: MapStreamRunner(
+        step.step_id, step.fns["factory"], step.args["concurrency"]
+    ),
+}
+"""The functions of the stateless Numaflow steps, built from each step's arguments."""

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
-from flowspark.plan.graph import PER_KEY_KINDS, STATEFUL_KINDS, Plan
+from flowspark.api.steps import Step
+from flowspark.plan.graph import Plan
 from flowspark.runtime.errors import step_failure
 
 __all__ = ["StageContext", "StageProgram", "Node"]
@@ -55,7 +56,7 @@ class Node:
 
     index: int
     step_id: str
-    kind: str
+    applies: str | None  # how ``fn`` meets a list of items (see api.steps.OperatorKind)
     fn: Callable[..., Any] | None
     local_children: list[tuple[int, int]]  # (step, slot) in this level
     remote_children: list[tuple[int, int]]  # (step, slot) in a later level
@@ -64,10 +65,10 @@ class Node:
     def apply(self, items: Items, ctx: StageContext) -> tuple[Items, ...]:
         """Run this step over ``items``; one result list per output slot."""
         fn = self.fn
-        kind = self.kind
+        kind = self.applies
         if fn is None:  # input, merge, output, redistribute: items pass on
             return (items,)
-        if kind == "map_stream":  # a whole chunk at once, so handlers can overlap
+        if kind == "chunk":  # a whole chunk at once (map_stream: handlers overlap)
             return (fn.run_chunk(items),)
         it = iter(items)
         try:
@@ -110,21 +111,19 @@ class Node:
             for x in it:
                 (trues if fn(x) else falses).append(x)
             return (trues, falses)
-        raise ValueError(f"step {self.step_id!r}: unknown stateless kind {kind!r}")
+        raise ValueError(f"step {self.step_id!r}: unknown way to apply a function: {kind!r}")
 
 
-_PASS_KINDS = frozenset({"input", "merge", "output", "redistribute"}) | STATEFUL_KINDS
-_FN_ROLE = {
-    "map": "mapper",
-    "filter": "predicate",
-    "filter_map": "mapper",
-    "flat_map": "mapper",
-    "inspect": "inspector",
-    "inspect_epoch": "inspector",
-    "inspect_worker": "inspector",
-    "branch": "predicate",
-    "map_stream": "runner",
-}
+def _function(step: Step) -> Callable[..., Any] | None:
+    """The function a stateless step runs: the user's, or one the runtime builds from
+    the step's arguments (Numaflow datum steps); ``None`` when items pass on."""
+    from flowspark.runtime.datums import BUILT_STEPS
+
+    op = step.operator
+    if op.fn is not None:
+        return step.fns[op.fn]
+    build = BUILT_STEPS.get(step.kind)
+    return build(step) if build is not None else None
 
 
 class StageProgram:
@@ -137,6 +136,7 @@ class StageProgram:
         keyed: dict[int, tuple[str, Callable[[Any, Any], Any] | None]],
         key_partitions: int = 1,
         bucketed: frozenset[int] = frozenset(),
+        reads: str | None = None,
     ) -> None:
         self.nodes = nodes
         self.orders = orders
@@ -148,6 +148,8 @@ class StageProgram:
         # Keyed ports whose keys travel and keep state in buckets (every keyed kind
         # but the Numaflow ones, whose write-ahead log is kept per key).
         self.bucketed = bucketed
+        # The input step whose items this program reads (level 0), counted per task.
+        self.reads = reads
 
     @classmethod
     def for_level(
@@ -162,20 +164,17 @@ class StageProgram:
         nodes: dict[int, Node] = {}
         for i in members:
             step = plan.step(i)
-            if step.kind not in _PASS_KINDS and step.kind not in _FN_ROLE:
-                raise ValueError(
-                    f"step {step.step_id!r}: {step.kind} cannot run in a stateless stage"
-                )
+            op = step.operator
             local, remote = [], []
             for child, slot in plan.children[i]:
-                crosses = step.kind == "redistribute" or plan.levels[child] != level
+                crosses = op.family == "exchange" or plan.levels[child] != level
                 (remote if crosses else local).append((child, slot))
-            role = _FN_ROLE.get(step.kind)
+            stateless = op.family == "stateless"
             nodes[i] = Node(
                 index=i,
                 step_id=step.step_id,
-                kind=step.kind,
-                fn=step.fns[role] if role else None,
+                applies=op.applies if stateless else None,
+                fn=_function(step) if stateless else None,
                 local_children=local,
                 remote_children=remote,
                 sink_port=plan.sink_ports.get(i),
@@ -187,10 +186,11 @@ class StageProgram:
             child: (plan.step(child).step_id, _combiner(plan.step(child)))
             for node in nodes.values()
             for child, _ in node.remote_children
-            if plan.step(child).kind in STATEFUL_KINDS
+            if plan.step(child).operator.family == "keyed"
         }
-        bucketed = frozenset(p for p in keyed if plan.step(p).kind not in PER_KEY_KINDS)
-        return cls(nodes, orders, keyed, key_partitions, bucketed)
+        bucketed = frozenset(p for p in keyed if not plan.step(p).operator.state_per_key)
+        reads = plan.step(entries[0]).step_id if level == 0 and len(entries) == 1 else None
+        return cls(nodes, orders, keyed, key_partitions, bucketed, reads)
 
     def run(self, entry: int, items: Items, ctx: StageContext) -> list[tuple[int, Items]]:
         """Push ``items`` into step ``entry``; return ``(port, items)`` leaving this level.
@@ -243,7 +243,7 @@ def _combiner(step: Any) -> Callable[[Any, Any], Any] | None:
     gives every item of a micro-batch the same time, hence the same windows and
     no lateness, and bytewax's reducer contract allows any order.
     """
-    from flowspark.window import SystemClockConfig
+    from flowspark.api.window import SystemClockConfig
 
     if step.kind == "reduce_window" and isinstance(step.args["clock_config"], SystemClockConfig):
         return step.fns["reducer"]

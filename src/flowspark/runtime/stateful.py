@@ -1,35 +1,34 @@
-"""Keyed stateful operators as plain Python: state in, state out.
+"""bytewax's keyed stateful operators as plain Python: state in, state out.
 
-Each operator is a :class:`KeyedLogic`: given one key's state (``None`` for a
-new key), the values that arrived for it in this micro-batch (in arrival
-order) and ``now`` (the batch's system time in ms), it returns the new state
-(``None`` forgets the key), what to emit, late values, and when it wants to be
-woken (``None``: no timer). The Spark adapter stores the state as one blob per
-key and turns wake times into timers; the logic itself never sees Spark.
+Each operator is a :class:`~flowspark.runtime.keyed.KeyedLogic` (see that
+module for the contract): given a :class:`~flowspark.runtime.keyed.KeyedCall`
+— one key's state, its values of this micro-batch and ``now`` — it returns an
+:class:`~flowspark.runtime.keyed.Outcome`. The window operators run a clock and
+a :class:`~flowspark.runtime.windowing.Windower`.
 
 >>> logic = ReduceLogic("sum", lambda a, b: a + b, lambda acc: acc >= 3)
->>> r = logic.on_values("k", None, [1, 1], now=0)
+>>> r = logic.on_values(KeyedCall("k", None, 0, [1, 1]))
 >>> r.state, r.emitted
 ((2,), [])
->>> logic.on_values("k", r.state, [1, 1], now=0).emitted
+>>> logic.on_values(KeyedCall("k", r.state, 0, [1, 1])).emitted
 [('k', 3)]
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from flowspark.runtime.errors import step_failure
+from flowspark.runtime.keyed import KeyedCall, KeyedLogic, Outcome
 from flowspark.runtime.windowing import (
     EOF_MS,
     MAX_MS,
     ClockLogic,
-    SessionWindower,
-    SlidingWindower,
+    Window,
+    Windower,
     from_ms,
     to_ms,
 )
@@ -38,8 +37,6 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_MS = timedelta(milliseconds=1)
 
 __all__ = [
-    "Outcome",
-    "KeyedLogic",
     "ReduceLogic",
     "StatefulMapLogic",
     "BatchLogic",
@@ -65,16 +62,6 @@ def check_keyed(item: Any) -> tuple[str, Any]:
     return item
 
 
-@dataclass
-class Outcome:
-    """What one call of a logic produced."""
-
-    state: Any
-    emitted: list[Any] = field(default_factory=list)
-    late: list[Any] = field(default_factory=list)
-    wake: int | None = None
-
-
 def _takes_key(fn: Callable[..., Any]) -> bool:
     """Whether a builder wants the key (one positional parameter) or nothing."""
     try:
@@ -88,47 +75,18 @@ def _takes_key(fn: Callable[..., Any]) -> bool:
     return len(params) == 1
 
 
-class KeyedLogic:
-    """Base of the keyed operators' logic."""
-
-    step_id: str = ""
-    uses_timers = False
-    uses_wal = False  # the Numaflow logics keep a write-ahead log beside their state
-
-    def on_values(self, key: str, state: Any, values: list[Any], now: int) -> Outcome:
-        """Handle this batch's values for ``key``."""
-        raise NotImplementedError
-
-    def on_timer(self, key: str, state: Any, now: int) -> Outcome:
-        """Handle a timer (``now >= EOF_MS`` means the input ended)."""
-        return Outcome(state)
-
-    def on_values_at_end(
-        self, key: str, state: Any, values: list[Any], wall: int, *extra: Any
-    ) -> Outcome:
-        """Values that arrive with the end of the input (flushed by an upstream keyed
-        step when it ended); ``wall`` is the system time. By default the logic's own
-        end-of-input rule: :meth:`on_values` at ``EOF_MS``."""
-        return self.on_values(key, state, values, EOF_MS, *extra)
-
-    def _call(self, fn: Callable[..., Any], item: Any, *args: Any) -> Any:
-        try:
-            return fn(*args)
-        except Exception as exc:
-            raise step_failure(self.step_id, fn, item, exc) from None
-
-
 class ReduceLogic(KeyedLogic):
     """``reduce``: fold values into the first one; emit and forget when complete."""
 
     def __init__(self, step_id: str, reducer: Callable, is_complete: Callable) -> None:
         self.step_id, self.reducer, self.is_complete = step_id, reducer, is_complete
 
-    def on_values(self, key: str, state: Any, values: list[Any], now: int) -> Outcome:
+    def on_values(self, call: KeyedCall) -> Outcome:
+        key, state = call.key, call.state
         acc = state[0] if state is not None else None
         has = state is not None
         emitted = []
-        for v in values:
+        for v in call.values:
             acc = self._call(self.reducer, (key, v), acc, v) if has else v
             has = True
             if self._call(self.is_complete, (key, acc), acc):
@@ -147,10 +105,11 @@ class StatefulMapLogic(KeyedLogic):
         self.step_id, self.builder, self.mapper = step_id, builder, mapper
         self.builder_takes_key = _takes_key(builder)
 
-    def on_values(self, key: str, state: Any, values: list[Any], now: int) -> Outcome:
+    def on_values(self, call: KeyedCall) -> Outcome:
+        key, state = call.key, call.state
         current = state[0] if state is not None else _MISSING
         emitted = []
-        for v in values:
+        for v in call.values:
             if current is _MISSING:
                 args = (key,) if self.builder_takes_key else ()
                 current = self._call(self.builder, (key, v), *args)
@@ -176,10 +135,11 @@ class BatchLogic(KeyedLogic):
     def __init__(self, step_id: str, max_size: int, timeout_ms: int) -> None:
         self.step_id, self.max_size, self.timeout_ms = step_id, max_size, timeout_ms
 
-    def on_values(self, key: str, state: Any, values: list[Any], now: int) -> Outcome:
+    def on_values(self, call: KeyedCall) -> Outcome:
+        key, state, now = call.key, call.state, call.now
         batch, deadline = state if state is not None else ([], None)
         emitted = []
-        for v in values:
+        for v in call.values:
             if not batch:
                 deadline = now + self.timeout_ms
             batch.append(v)
@@ -192,7 +152,8 @@ class BatchLogic(KeyedLogic):
             batch, deadline = [], None
         return Outcome((batch, deadline) if batch else None, emitted, wake=deadline)
 
-    def on_timer(self, key: str, state: Any, now: int) -> Outcome:
+    def on_timer(self, call: KeyedCall) -> Outcome:
+        key, state, now = call.key, call.state, call.now
         if state is None:
             return Outcome(None)
         batch, deadline = state
@@ -208,11 +169,6 @@ class _Aggregator:
         self.kind, self.fns, self.logic = kind, fns, logic
         if kind == "fold_window":
             self.builder_takes_key = _takes_key(fns["builder"])
-
-    @property
-    def buffers(self) -> bool:
-        """Whether values are kept until close (collect, and everything in sessions)."""
-        return self.kind == "collect_window"
 
     def empty(self, key: str) -> Any:
         if self.kind == "fold_window":
@@ -240,9 +196,9 @@ class _Aggregator:
 class WindowLogic(KeyedLogic):
     """``reduce_window`` / ``fold_window`` / ``collect_window`` with a clock and windows.
 
-    State: ``(clock_state, windows, seq)`` where ``windows`` maps a window's
-    ``(start, end)`` to its accumulator; session windows keep their raw
-    ``(time, seq, value)`` items so that merging sessions stays exact.
+    State: ``(clock_state, windows, seq)`` where ``windows`` maps each open
+    window to its accumulator. Windows that merge (sessions) keep their raw
+    ``(time, seq, value)`` items until they close, so that merging stays exact.
     """
 
     uses_timers = True
@@ -252,29 +208,23 @@ class WindowLogic(KeyedLogic):
         step_id: str,
         kind: str,
         clock: ClockLogic,
-        windower: SlidingWindower | SessionWindower,
+        windower: Windower,
         fns: dict[str, Callable],
         with_window: bool = False,
     ) -> None:
         self.step_id, self.kind, self.clock, self.windower = step_id, kind, clock, windower
         self.agg = _Aggregator(kind, fns, self)
         self.with_window = with_window
-        self.sessions = isinstance(windower, SessionWindower)
-        self.tumbling = not self.sessions and windower.offset == windower.length
+        self.keeps_items = windower.merges
+        # The event-clock reduce/fold path over grid windows, arithmetic inlined.
+        self.fast = windower.fast_grid is not None and not clock.system and kind != "collect_window"
 
-    def _windows_for(self, t: int) -> list[tuple[int, int]]:
-        w = self.windower
-        if self.tumbling:  # the common case, without the general loop
-            start = t - (t - w.align) % w.length
-            return [(start, start + w.length)]
-        return w.windows_for(t)
-
-    def _emit(self, key: str, window: tuple[int, int], value: Any) -> tuple[str, Any]:
+    def _emit(self, key: str, window: Window, value: Any) -> tuple[str, Any]:
         if self.with_window:
             return (key, (self._bounds(window), value))
         return (key, value)
 
-    def _bounds(self, window: tuple[int, int]) -> tuple[datetime, datetime]:
+    def _bounds(self, window: Window) -> tuple[datetime, datetime]:
         """A window's (start, end) as datetimes, shared by the keys that close it."""
         cache = self.__dict__.setdefault("_bounds_cache", {})
         bounds = cache.get(window)
@@ -284,35 +234,37 @@ class WindowLogic(KeyedLogic):
             bounds = cache[window] = (from_ms(window[0]), from_ms(window[1]))
         return bounds
 
-    def on_values_at_end(
-        self, key: str, state: Any, values: list[Any], wall: int, *extra: Any
-    ) -> Outcome:
+    def on_values_at_end(self, call: KeyedCall) -> Outcome:
         # Place them at the system time (system clock), or as if no time had passed
         # since the key's last item (event clock), then close everything.
+        key, state = call.key, call.state
         clock_state = state[0] if state is not None else None
-        at = wall if self.clock.system else _seen_at(clock_state, EOF_MS - 1)
-        placed = self.on_values(key, state, values, at)
-        closed = self.on_timer(key, placed.state, EOF_MS)
+        at = call.now if self.clock.system else _seen_at(clock_state, EOF_MS - 1)
+        placed = self._on_values(key, state, call.values, at)
+        closed = self._on_timer(key, placed.state, EOF_MS)
         return Outcome(closed.state, placed.emitted + closed.emitted, placed.late, closed.wake)
 
-    def on_values(self, key: str, state: Any, values: list[Any], now: int) -> Outcome:
-        if now >= EOF_MS:  # the end of the input with no system time known
-            return self.on_values_at_end(key, state, values, EOF_MS - 1)
-        if not self.sessions and not self.clock.system and self.agg.kind != "collect_window":
-            return self._on_values_fast(key, state, values, now)
-        return self._on_values(key, state, values, now)
+    def on_values(self, call: KeyedCall) -> Outcome:
+        if call.now >= EOF_MS:  # the end of the input with no system time known
+            return self.on_values_at_end(call._replace(now=EOF_MS - 1))
+        return self._on_values(call.key, call.state, call.values, call.now)
 
-    def _on_values_fast(self, key: str, state: Any, values: list[Any], now: int) -> Outcome:
-        """The event-clock, fixed-window, reduce/fold path (same result as
-        :meth:`_on_values`, with the clock and window arithmetic inlined)."""
+    def _on_values(self, key: str, state: Any, values: Sequence[Any], now: int) -> Outcome:
+        if self.fast:
+            return self._on_values_fast(key, state, values, now)
+        return self._on_values_general(key, state, values, now)
+
+    def _on_values_fast(self, key: str, state: Any, values: Sequence[Any], now: int) -> Outcome:
+        """The event-clock, grid-window, reduce/fold path (same result as
+        :meth:`_on_values_general`, with the clock and window arithmetic inlined)."""
         clock_state, windows, seq = state if state is not None else (None, {}, 0)
         late: list[Any] = []
         emitted: list[Any] = []
         max_event, seen_at = clock_state if clock_state is not None else (None, now)
         wait = self.clock.wait
         getter = self.clock.getter
-        w = self.windower
-        tumbling, align, length = self.tumbling, w.align, w.length
+        length, offset, align = self.windower.fast_grid
+        tumbling, assign = offset == length, self.windower.assign
         agg = self.agg
         fold = agg.fns["folder"] if agg.kind == "fold_window" else agg.fns.get("reducer")
         is_fold = agg.kind == "fold_window"
@@ -334,7 +286,7 @@ class WindowLogic(KeyedLogic):
                     start = t - (t - align) % length
                     spans = ((start, start + length),)
                 else:
-                    spans = w.windows_for(t)
+                    spans = assign(t)
                 placed = False
                 fn = fold
                 for window in spans:
@@ -365,10 +317,16 @@ class WindowLogic(KeyedLogic):
         clock_state = (max_event, seen_at) if max_event is not None else clock_state
         return self._outcome(key, clock_state, windows, seq, emitted, late, now)
 
-    def _on_values(self, key: str, state: Any, values: list[Any], now: int) -> Outcome:
+    def _on_values_general(self, key: str, state: Any, values: Sequence[Any], now: int) -> Outcome:
+        """Any clock, any windower: through the :class:`Windower` protocol."""
         clock_state, windows, seq = state if state is not None else (None, {}, 0)
         late: list[Any] = []
         emitted: list[Any] = []
+        windower, keeps_items = self.windower, self.keeps_items
+        assign, too_late, close_at = windower.assign, windower.late, windower.close_at
+        # No window closes while the watermark is not past this (a lower bound of
+        # the open windows' close times).
+        next_close = min(map(close_at, windows), default=MAX_MS)
         for v in values:
             try:
                 t, clock_state = self.clock.time_for(clock_state, v, now)
@@ -376,27 +334,43 @@ class WindowLogic(KeyedLogic):
                 raise step_failure(self.step_id, self.clock.getter, (key, v), exc) from None
             wm = self.clock.watermark(clock_state, now)
             seq += 1
-            if self.sessions:
-                if t < wm:
-                    late.append((key, v))
+            placed = False
+            for window in assign(t):
+                if too_late(window, wm):
+                    continue
+                if keeps_items:
+                    window = self._keep(windows, window, (t, seq, v))
                 else:
-                    self._add_to_session(windows, t, seq, v)
-            else:
-                placed = False
-                for window in self._windows_for(t):
-                    if window[1] < wm:
-                        continue
                     acc = windows.get(window)
                     if acc is None:
                         acc = windows[window] = self.agg.empty(key)
                     self.agg.add(key, acc, t, seq, v)
-                    placed = True
-                if not placed:
-                    late.append((key, v))
-            emitted.extend(self._close(key, windows, wm))
+                close = close_at(window)
+                if close < next_close:
+                    next_close = close
+                placed = True
+            if not placed:
+                late.append((key, v))
+            if next_close < wm:
+                emitted.extend(self._close(key, windows, wm))
+                next_close = min(map(close_at, windows), default=MAX_MS)
         return self._outcome(key, clock_state, windows, seq, emitted, late, now)
 
-    def on_timer(self, key: str, state: Any, now: int) -> Outcome:
+    def _keep(self, windows: dict, window: Window, item: tuple[int, int, Any]) -> Window:
+        """Add a raw item to ``window`` merged with the open windows it joins; the
+        window it landed in."""
+        window, absorbed = self.windower.merge(window, windows)
+        items = [item]
+        for other in absorbed:
+            items.extend(windows.pop(other))
+        items.extend(windows.pop(window, ()))
+        windows[window] = items
+        return window
+
+    def on_timer(self, call: KeyedCall) -> Outcome:
+        return self._on_timer(call.key, call.state, call.now)
+
+    def _on_timer(self, key: str, state: Any, now: int) -> Outcome:
         if state is None:
             return Outcome(None)
         clock_state, windows, seq = state
@@ -407,37 +381,28 @@ class WindowLogic(KeyedLogic):
         if not windows:
             # Keep the clock (it never goes back) but no timer is needed.
             return Outcome((clock_state, windows, seq), emitted, late)
-        close = (
-            min(end for _, end in windows)
-            if not self.sessions
-            else min(w[1] + self.windower.gap for w in windows)
-        )
+        close = min(map(self.windower.close_at, windows))
         return Outcome(
             (clock_state, windows, seq), emitted, late, self.clock.wake_for(clock_state, close)
         )
 
-    def _add_to_session(self, windows: dict, t: int, seq: int, value: Any) -> None:
-        gap = self.windower.gap
-        start, end, items = t, t, [(t, seq, value)]
-        for window in [w for w in windows if w[0] - gap < t < w[1] + gap]:
-            start, end = min(start, window[0]), max(end, window[1])
-            items.extend(windows.pop(window))
-        windows[(start, end)] = items
-
     def _close(self, key: str, windows: dict, wm: int) -> list[Any]:
+        """Close the windows whose close time the watermark passed, in window order;
+        each is emitted with the bounds ``(start, close time)``."""
         out = []
+        close_at = self.windower.close_at
         for window in sorted(windows):
-            close = window[1] + self.windower.gap if self.sessions else window[1]
+            close = close_at(window)
             if close < wm:
                 acc = windows.pop(window)
-                if self.sessions:
-                    closed = (window[0], window[1] + self.windower.gap)
-                    out.append(self._emit(key, closed, self._fold_session(key, acc)))
+                if self.keeps_items:
+                    value = self._fold_items(key, acc)
                 else:
-                    out.append(self._emit(key, window, self.agg.finish(key, acc)))
+                    value = self.agg.finish(key, acc)
+                out.append(self._emit(key, (window[0], close), value))
         return out
 
-    def _fold_session(self, key: str, items: list) -> Any:
+    def _fold_items(self, key: str, items: list) -> Any:
         acc = self.agg.empty(key)
         for t, seq, v in sorted(items, key=lambda e: (e[0], e[1])):
             self.agg.add(key, acc, t, seq, v)
@@ -447,54 +412,3 @@ class WindowLogic(KeyedLogic):
 def _seen_at(clock_state: Any, default: int) -> int:
     """The system time an event clock last moved at (``default`` without one)."""
     return clock_state[1] if clock_state is not None else default
-
-
-def logic_for(step: Any) -> KeyedLogic:
-    """Build the logic of a keyed step (a :class:`~flowspark.api.steps.Step`)."""
-    from flowspark.runtime.windowing import build_clock, build_windower
-
-    fns, args = step.fns, step.args
-    if step.kind in ("accumulate", "reduce_stream"):
-        return _udf_logic_for(step)
-    if step.kind == "reduce":
-        return ReduceLogic(step.step_id, fns["reducer"], fns["is_complete"])
-    if step.kind == "stateful_map":
-        return StatefulMapLogic(step.step_id, fns["builder"], fns["mapper"])
-    if step.kind == "batch":
-        timeout_ms = args["timeout"] // timedelta(milliseconds=1)
-        return BatchLogic(step.step_id, args["max_size"], timeout_ms)
-    return WindowLogic(
-        step.step_id,
-        step.kind,
-        build_clock(args["clock_config"]),
-        build_windower(args["window_config"]),
-        fns,
-        with_window=args.get("with_window", False),
-    )
-
-
-# Set to "1" to rebuild every Numaflow handler from its WAL on every micro-batch
-# (read when a run starts): the replay path then runs all the time, for tests.
-REBUILD_ENV = "FLOWSPARK_UDF_REBUILD"
-
-
-def _udf_logic_for(step: Any) -> KeyedLogic:
-    import os
-
-    from flowspark.runtime.udf_keyed import AccumulateLogic, ReduceStreamLogic
-    from flowspark.runtime.windowing import build_windower
-
-    args = step.args
-    force = os.environ.get(REBUILD_ENV, "") not in ("", "0")
-    if step.kind == "accumulate":
-        return AccumulateLogic(
-            step.step_id, args["factory"], args["timeout"], args["watermark_delay"], force
-        )
-    return ReduceStreamLogic(
-        step.step_id,
-        args["factory"],
-        build_windower(args["window_config"]),
-        args["allowed_lateness"],
-        args["watermark_delay"],
-        force,
-    )

@@ -21,10 +21,12 @@ from flowspark.plan.graph import SINK_PORT_BASE
 from flowspark.runtime.codec import (
     BUCKET_SEPARATOR,
     KEY_SEPARATOR,
+    READ_COUNT_PORT,
     STATE_BUCKET_SEPARATOR,
     STDOUT_PORT,
     WHOLE_INPUT_MS,
     decode_ordered,
+    encode_count,
     encode_items,
     encode_ordered,
     encode_range,
@@ -336,8 +338,10 @@ def run_program(
     captured = capture_stdout()
     order = ctx.worker << 32
     keyed = KeyedBuffer(program, whole=ts_ms == WHOLE_INPUT_MS)
+    read = 0
     for entry, items in feeds:
         order += 1
+        read += len(items)
         with captured:
             leaving = program.run(entry, items, ctx)
         text = captured.take()
@@ -349,5 +353,7 @@ def run_program(
         if rows.ready():
             yield rows.take(ts_ms)
     rows.extend(keyed.drain())
+    if program.reads is not None and read:  # what the input step read, for observers
+        rows.add(READ_COUNT_PORT, None, encode_count(program.reads, read))
     if rows:
         yield rows.take(ts_ms)

@@ -29,17 +29,17 @@ bounded input ends everything.
 >>> t0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 >>> d = lambda v, s: Datum(["k"], v, t0 + timedelta(seconds=s), t0)
 >>> wal = MemoryWal()
->>> r = logic.on_values("k", None, [d(b"a", 0), d(b"b", 1)], 0, wal)
+>>> r = logic.on_values(KeyedCall("k", None, 0, [d(b"a", 0), d(b"b", 1)], wal))
 >>> r.emitted, len(wal.read())
 ([], 1)
->>> [x.value for x in logic.on_timer("k", r.state, 2**62, wal).emitted]
+>>> [x.value for x in logic.on_timer(KeyedCall("k", r.state, 2**62, wal=wal)).emitted]
 [b'ab']
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -47,12 +47,30 @@ from flowspark.api.udf.times import to_ms, utc_from_ms
 from flowspark.api.udf.types import AccumulatorMessage, Datum, IntervalWindow, Metadata
 from flowspark.runtime.codec import decode_items, encode_items
 from flowspark.runtime.errors import RemoteStepFailure, short_repr, step_failure
+from flowspark.runtime.keyed import HandlerFactory, KeyedCall, KeyedLogic, Outcome, Wal
 from flowspark.runtime.messages import message_parts
-from flowspark.runtime.stateful import KeyedLogic, Outcome
 from flowspark.runtime.udf_run import HandlerRun
-from flowspark.runtime.windowing import EOF_MS, MAX_MS, MIN_MS, SlidingWindower
+from flowspark.runtime.windowing import (
+    EOF_MS,
+    MAX_MS,
+    MIN_MS,
+    GlobalWindower,
+    NumaflowWindower,
+    Window,
+)
 
-__all__ = ["AccumulateLogic", "ReduceStreamLogic", "MemoryWal", "live_handlers", "KeyedDatum"]
+__all__ = [
+    "AccumulateLogic",
+    "ReduceStreamLogic",
+    "MemoryWal",
+    "live_handlers",
+    "KeyedDatum",
+    "REBUILD_ENV",
+]
+
+# Set to "1" to rebuild every Numaflow handler from its WAL on every micro-batch
+# (read when a run's logics are built): the replay path then runs all the time, for tests.
+REBUILD_ENV = "FLOWSPARK_UDF_REBUILD"
 
 _MS = timedelta(milliseconds=1)
 # The run each step's handlers in _LIVE belong to.
@@ -68,8 +86,9 @@ def live_handlers() -> dict[tuple[str, str, str, Any], HandlerRun]:
 
 
 class MemoryWal:
-    """A WAL in memory, with the interface of the Spark adapter's (for tests, and for
-    a whole input handled in one call, where nothing outlives the call)."""
+    """A :class:`~flowspark.runtime.keyed.Wal` in memory, as the Spark adapter's is in
+    state (for tests, and for a whole input handled in one call, where nothing
+    outlives the call)."""
 
     def __init__(self) -> None:
         self.entries: list[Any] = []
@@ -151,7 +170,7 @@ class _UdfLogic(KeyedLogic):
     def __init__(
         self,
         step_id: str,
-        factory: Callable[[], Callable[..., Any]],
+        factory: HandlerFactory,
         watermark_delay: timedelta,
         idle: timedelta,
         force_rebuild: bool = False,
@@ -162,7 +181,13 @@ class _UdfLogic(KeyedLogic):
         self.force_rebuild = force_rebuild
         self.run_id = uuid.uuid4().hex  # one per run: a new run never finds old handlers
 
-    def _event_times(self, key: str, values: list[Any]) -> list[int]:
+    def _wal(self, call: KeyedCall) -> Wal:
+        """The key's write-ahead log, which these logics cannot do without."""
+        if call.wal is None:
+            raise TypeError(f"step {self.step_id!r}: a keyed UDF logic needs the key's WAL")
+        return call.wal
+
+    def _event_times(self, key: str, values: Sequence[Any]) -> list[int]:
         """The datums' event times in ms (computed once per batch)."""
         times = []
         for datum in values:
@@ -279,27 +304,21 @@ class AccumulateLogic(_UdfLogic):
     def __init__(
         self,
         step_id: str,
-        factory: Callable[[], Callable[..., Any]],
+        factory: HandlerFactory,
         timeout: timedelta,
         watermark_delay: timedelta,
         force_rebuild: bool = False,
     ) -> None:
         super().__init__(step_id, factory, watermark_delay, timeout, force_rebuild)
         self.timeout_ms = timeout // _MS
+        self.windower = GlobalWindower(self.timeout_ms)
 
     def _start(self, key: str, window: Any) -> HandlerRun:
         handler = self.factory()
         return HandlerRun(lambda datums, output: handler(datums, output))
 
-    def on_values(  # type: ignore[override]
-        self,
-        key: str,
-        state: Any,
-        values: list[Any],
-        now: int,
-        wal: Any,
-        origins: list[tuple[int, int]] | None = None,
-    ) -> Outcome:
+    def on_values(self, call: KeyedCall) -> Outcome:
+        key, state, values, now, wal = call.key, call.state, call.values, call.now, self._wal(call)
         clock_state, handle, latest, streams = state if state is not None else (None, None, None, 0)
         emitted: list[Any] = []
         # Datums that arrive with the end of the input (from an upstream keyed step's
@@ -316,7 +335,7 @@ class AccumulateLogic(_UdfLogic):
             streams += 1
             wal.clear()
         times = self._event_times(key, values)
-        clock_state, latest = self._advance(clock_state, latest, times, now, origins)
+        clock_state, latest = self._advance(clock_state, latest, times, now, call.origins)
         shown = _utc(wm)
         feed = [_rewatermark(datum, shown) for datum in values]
         run = self._attach(key, None, handle, lambda: _decoded(wal.read()))
@@ -327,7 +346,8 @@ class AccumulateLogic(_UdfLogic):
         wal.append(encode_items(feed))
         return self._outcome(clock_state, (run.gen, run.fed), latest, streams, emitted)
 
-    def on_timer(self, key: str, state: Any, now: int, wal: Any) -> Outcome:  # type: ignore[override]
+    def on_timer(self, call: KeyedCall) -> Outcome:
+        key, state, now = call.key, call.state, call.now
         if state is None:
             return Outcome(None)
         clock_state, handle, latest, streams = state
@@ -335,11 +355,11 @@ class AccumulateLogic(_UdfLogic):
             return Outcome(state)
         wm = self.clock.watermark(clock_state, now)
         if self._timed_out(clock_state, latest, now):
-            emitted = self._close(key, handle, wal, wm, streams)
+            emitted = self._close(key, handle, self._wal(call), wm, streams)
             return self._outcome(clock_state, None, latest, streams, emitted)
         return self._outcome(clock_state, handle, latest, streams, [])
 
-    def _close(self, key: str, handle: Any, wal: Any, wm: int, streams: int) -> list[Any]:
+    def _close(self, key: str, handle: Any, wal: Wal, wm: int, streams: int) -> list[Any]:
         run = self._attach(key, None, handle, lambda: _decoded(wal.read()))
         emitted = self._messages(key, self._end(run, key), run, wm, streams)
         self._forget(key, None)
@@ -347,10 +367,12 @@ class AccumulateLogic(_UdfLogic):
         return emitted
 
     def _timed_out(self, clock_state: Any, latest: int, now: int) -> bool:
-        """Whether the key's stream has ended: its watermark passed the latest event
-        time + timeout, or no datum came for ``timeout`` (system time)."""
+        """Whether the key's stream has ended: its watermark passed the close time of
+        its global window (the latest event time + timeout), or no datum came for
+        ``timeout`` (system time)."""
         wm = self.clock.watermark(clock_state, now)
-        return wm > latest + self.timeout_ms or self.clock.idle(clock_state, now)
+        window = (MIN_MS, latest)  # the key's window, which every datum extends
+        return self.windower.close_at(window) < wm or self.clock.idle(clock_state, now)
 
     def _outcome(
         self, clock_state: Any, handle: Any, latest: Any, streams: int, emitted: list
@@ -420,8 +442,8 @@ class ReduceStreamLogic(_UdfLogic):
     def __init__(
         self,
         step_id: str,
-        factory: Callable[[], Callable[..., Any]],
-        windower: SlidingWindower,
+        factory: HandlerFactory,
+        windower: NumaflowWindower,
         allowed_lateness: timedelta,
         watermark_delay: timedelta,
         force_rebuild: bool = False,
@@ -438,15 +460,8 @@ class ReduceStreamLogic(_UdfLogic):
         keys = key_list(key)
         return HandlerRun(lambda datums, output: handler(list(keys), datums, output, md))
 
-    def on_values(  # type: ignore[override]
-        self,
-        key: str,
-        state: Any,
-        values: list[Any],
-        now: int,
-        wal: Any,
-        origins: list[tuple[int, int]] | None = None,
-    ) -> Outcome:
+    def on_values(self, call: KeyedCall) -> Outcome:
+        key, state, values, now, wal = call.key, call.state, call.values, call.now, self._wal(call)
         clock_state, handles, floor = state if state is not None else (None, {}, MIN_MS)
         handles = dict(handles)
         # Datums arriving with the end of the input are placed as any datums first.
@@ -458,15 +473,15 @@ class ReduceStreamLogic(_UdfLogic):
             key, handles, wal, MAX_MS if idle else wm - self.lateness_ms, floor
         )
         closed_before = max(wm - self.lateness_ms, floor)
-        feeds: dict[tuple[int, int], list[Any]] = {}
+        feeds: dict[Window, list[Any]] = {}
         late: list[Any] = []
         shown = _utc(wm)
         times = self._event_times(key, values)
-        clock_state, _ = self._advance(clock_state, None, times, now, origins)
+        clock_state, _ = self._advance(clock_state, None, times, now, call.origins)
         for datum, t in zip(values, times):
             fed = None
-            for window in self.windower.windows_for(t):
-                if window[1] <= closed_before:
+            for window in self.windower.assign(t):
+                if self.windower.late(window, closed_before):
                     continue
                 if window not in handles:
                     handles[window] = (self._open(key, window).gen, 0)
@@ -484,7 +499,8 @@ class ReduceStreamLogic(_UdfLogic):
         closed, floor = self._close_due(key, handles, wal, after, floor)
         return self._outcome(clock_state, handles, floor, emitted + closed, late)
 
-    def on_timer(self, key: str, state: Any, now: int, wal: Any) -> Outcome:  # type: ignore[override]
+    def on_timer(self, call: KeyedCall) -> Outcome:
+        key, state, now = call.key, call.state, call.now
         if state is None:
             return Outcome(None)
         clock_state, handles, floor = state
@@ -492,15 +508,17 @@ class ReduceStreamLogic(_UdfLogic):
         wm = self.clock.watermark(clock_state, now)
         idle = self.clock.idle(clock_state, now)
         due_before = MAX_MS if idle else wm - self.lateness_ms
-        emitted, floor = self._close_due(key, handles, wal, due_before, floor)
+        emitted, floor = self._close_due(key, handles, self._wal(call), due_before, floor)
         return self._outcome(clock_state, handles, floor, emitted, [])
 
     def _close_due(
-        self, key: str, handles: dict, wal: Any, closed_before: int, floor: int
+        self, key: str, handles: dict, wal: Wal, closed_before: int, floor: int
     ) -> tuple[list[Any], int]:
-        """Close the windows ending at or before ``closed_before``; return what they
-        emitted and the new floor (no datum may open a window ending at or before it)."""
-        due = sorted(w for w in handles if w[1] <= closed_before)
+        """Close the windows whose close time ``closed_before`` (a watermark) is past;
+        return what they emitted and the new floor (no datum may open a window ending
+        at or before it)."""
+        close_at = self.windower.close_at
+        due = sorted(w for w in handles if close_at(w) < closed_before)
         if not due:
             return [], floor
         entries = wal.read()
@@ -570,7 +588,12 @@ def _utc(ms: int) -> Any:
 def _rewatermark(datum: Datum, watermark: Any) -> Datum:
     """``datum`` as the handler sees it: carrying the step's current watermark."""
     return Datum._make(
-        datum._keys, datum._value, datum._event_time, watermark, datum._headers, datum._id,
+        datum._keys,
+        datum._value,
+        datum._event_time,
+        watermark,
+        datum._headers,
+        datum._id,
         datum._tags,
     )
 
@@ -583,5 +606,5 @@ def _entries_of(entries: list, window: Any) -> list:
     return [list(decode_items(datums)) for w, datums in entries if w == window]
 
 
-def _replay_of(wal: Any, window: Any) -> Callable[[], list]:
+def _replay_of(wal: Wal, window: Any) -> Callable[[], list]:
     return lambda: _entries_of(wal.read(), window)

@@ -104,9 +104,7 @@ def _generator(handler: Callable[..., Any], keys: list[str], datum: Any) -> Any:
         return _no_messages()
     if hasattr(agen, "__iter__"):  # a sync Mapper returning Messages
         return _from_iterable(agen)
-    raise TypeError(
-        f"a map-stream handler must yield Messages; it returned {type(agen).__name__}"
-    )
+    raise TypeError(f"a map-stream handler must yield Messages; it returned {type(agen).__name__}")
 
 
 async def _no_messages() -> Any:
@@ -180,9 +178,7 @@ def run_map_stream(
     """Run ``handler(keys, datum)`` for each datum; return ``to_item(message, datum, i)``
     for every message in order (``None`` results are dropped)."""
     loop = event_loop()
-    per_datum = loop.run_until_complete(
-        _map_chunk(step_id, handler, datums, concurrency, keys_of)
-    )
+    per_datum = loop.run_until_complete(_map_chunk(step_id, handler, datums, concurrency, keys_of))
     items = []
     for datum, messages in zip(datums, per_datum):
         for i, message in enumerate(messages):

@@ -1,22 +1,32 @@
-"""Clock and window logic in plain Python (bytewax 0.17 semantics), times in ms.
+"""Clocks and windowers in plain Python (bytewax 0.17 / Numaflow semantics), times in ms.
 
 Everything here is a pure function of its inputs and of ``now`` — the
 micro-batch's start time, flowspark's notion of system time — so a replayed
 batch computes exactly what the first attempt did.
 
->>> from datetime import timedelta
->>> w = SlidingWindower(length=10_000, offset=5_000, align=0)
->>> w.windows_for(12_000)
-[(5000, 15000), (10000, 20000)]
+A window kind is a config (pure data, :mod:`flowspark.api.window`) and a
+:class:`Windower` that serves it: a subclass of :class:`RegisteredWindower`
+names the config type it serves (and the family: bytewax's window operators or
+Numaflow's ``reduce_stream``) and registers itself, and :func:`build_windower`
+picks it from the config's type. Adding a window kind touches its config class
+and its windower, nothing else.
+
+>>> w = build_windower(SlidingWindow(timedelta(seconds=10), timedelta(seconds=5)))
+>>> w.assign(12_000), w.close_at((5_000, 15_000)), w.late((5_000, 15_000), 15_001)
+([(5000, 15000), (10000, 20000)], 15000, True)
+>>> s = build_windower(SessionWindow(gap=timedelta(seconds=1)))
+>>> s.merge((2_500, 2_500), [(0, 2_000), (9_000, 9_000)])
+((0, 2500), [(0, 2000)])
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar, Protocol, Self
 
-from flowspark.window import (
+from flowspark.api.window import (
     ClockConfig,
     EventClockConfig,
     SessionWindow,
@@ -32,11 +42,22 @@ __all__ = [
     "EOF_MS",
     "to_ms",
     "from_ms",
+    "BYTEWAX",
+    "NUMAFLOW",
+    "Window",
+    "Windower",
+    "RegisteredWindower",
     "ClockLogic",
     "SlidingWindower",
+    "TumblingWindower",
     "SessionWindower",
+    "NumaflowWindower",
+    "NumaflowSlidingWindower",
+    "NumaflowFixedWindower",
+    "GlobalWindower",
     "build_clock",
     "build_windower",
+    "windower_types",
 ]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -109,33 +130,6 @@ class ClockLogic:
         return seen_at + max(0, close - (max_event - self.wait)) + 1
 
 
-@dataclass(frozen=True)
-class SlidingWindower:
-    """Windows ``[align + k*offset, + length)``; tumbling is offset == length."""
-
-    length: int
-    offset: int
-    align: int
-
-    def windows_for(self, t: int) -> list[tuple[int, int]]:
-        """Every window containing time ``t`` (empty in a gap)."""
-        last = (t - self.align) // self.offset
-        first = (t - self.align - self.length) // self.offset + 1
-        out = []
-        for k in range(first, last + 1):
-            start = self.align + k * self.offset
-            if start <= t < start + self.length:
-                out.append((start, start + self.length))
-        return out
-
-
-@dataclass(frozen=True)
-class SessionWindower:
-    """Sessions: items within ``gap`` of each other share a window."""
-
-    gap: int
-
-
 def build_clock(config: ClockConfig) -> ClockLogic:
     """The logic of a clock config."""
     if not isinstance(config, ClockConfig):
@@ -145,14 +139,278 @@ def build_clock(config: ClockConfig) -> ClockLogic:
     return ClockLogic(config)
 
 
-def build_windower(config: WindowConfig) -> SlidingWindower | SessionWindower:
-    """The logic of a window config."""
-    if isinstance(config, TumblingWindow):
-        return SlidingWindower(_ms(config.length), _ms(config.length), to_ms(config.align_to))
-    if isinstance(config, SlidingWindow):
-        return SlidingWindower(_ms(config.length), _ms(config.offset), to_ms(config.align_to))
-    if isinstance(config, SessionWindow):
-        return SessionWindower(_ms(config.gap))
-    raise TypeError(
-        f"window_config must be TumblingWindow, SlidingWindow or SessionWindow; got {config!r:.80}"
-    )
+# -- windowers ---------------------------------------------------------------------------
+
+# A window: ``(start, end)`` in ms. What ``end`` means is the windower's: the end
+# of ``[start, end)`` for fixed windows, the latest item time of a session.
+Window = tuple[int, int]
+
+# The families of window operators: which semantics a config is run with.
+BYTEWAX = "bytewax"  # reduce_window / fold_window / collect_window
+NUMAFLOW = "numaflow"  # reduce_stream
+
+
+class Windower(Protocol):
+    """How one window kind places items and closes windows.
+
+    Times are ms; a window closes once the watermark is past (``>``) its
+    :meth:`close_at`. A logic asks :meth:`assign` for an item's windows, drops
+    those :meth:`late` says it came too late for (the item is late when none is
+    left), lets :meth:`merge` join each with the open windows (when ``merges``),
+    and closes the windows whose close time the watermark passed.
+    """
+
+    # Whether windows merge (sessions): their accumulators then keep raw items.
+    merges: ClassVar[bool]
+
+    @property
+    def fast_grid(self) -> tuple[int, int, int] | None:
+        """``(length, offset, align)`` when the windows are ``[align + k*offset,
+        + length)``, never merge, close at their end and take no item once the
+        watermark is past their end: what a hot loop may inline instead of calling
+        the methods below. ``None`` otherwise."""
+        ...
+
+    def assign(self, t: int) -> Sequence[Window]:
+        """The windows an item at time ``t`` belongs to (empty: none, e.g. in a gap)."""
+        ...
+
+    def merge(self, window: Window, open_windows: Iterable[Window]) -> tuple[Window, list[Window]]:
+        """``window`` joined with the open windows it touches: the merged window and
+        the open windows it absorbs (``(window, [])`` for kinds that never merge)."""
+        ...
+
+    def close_at(self, window: Window) -> int:
+        """The time the watermark must pass for ``window`` to close."""
+        ...
+
+    def late(self, window: Window, watermark: int) -> bool:
+        """Whether an item assigned ``window`` comes too late for it at ``watermark``."""
+        ...
+
+
+# (family, config type) -> the windower serving it.
+_WINDOWERS: dict[tuple[str, type], type[RegisteredWindower]] = {}
+
+
+class RegisteredWindower:
+    """Base of the windowers built from a window config.
+
+    ``class MyWindower(RegisteredWindower, serves=MyWindow, family=BYTEWAX)``
+    registers ``MyWindower.from_config`` as the windower of ``MyWindow`` configs
+    in that family; a subclass without ``serves`` registers nothing.
+    """
+
+    serves: ClassVar[type | None] = None
+    family: ClassVar[str] = BYTEWAX
+    merges: ClassVar[bool] = False
+
+    def __init_subclass__(
+        cls, serves: type | None = None, family: str = BYTEWAX, **kwargs: Any
+    ) -> None:
+        super().__init_subclass__(**kwargs)
+        if serves is None:
+            return
+        key = (family, serves)
+        known = _WINDOWERS.get(key)
+        if known is not None and known.__qualname__ != cls.__qualname__:
+            raise TypeError(
+                f"{serves.__name__} already has a {family} windower: {known.__qualname__}"
+            )
+        cls.serves, cls.family = serves, family
+        _WINDOWERS[key] = cls
+
+    @classmethod
+    def from_config(cls, config: Any) -> Self:
+        """The windower of ``config`` (an instance of ``cls.serves``)."""
+        raise NotImplementedError
+
+    @property
+    def fast_grid(self) -> tuple[int, int, int] | None:
+        return None
+
+    def merge(self, window: Window, open_windows: Iterable[Window]) -> tuple[Window, list[Window]]:
+        return window, []
+
+
+def windower_types(family: str = BYTEWAX) -> list[type]:
+    """The config types that have a windower in ``family``, in registration order."""
+    return [config for fam, config in _WINDOWERS if fam == family]
+
+
+def build_windower(config: WindowConfig, family: str = BYTEWAX) -> Windower:
+    """The windower serving ``config`` in ``family`` (a ``TypeError`` for other objects)."""
+    for kind in type(config).__mro__:
+        windower = _WINDOWERS.get((family, kind))
+        if windower is not None:
+            return windower.from_config(config)
+    names = [t.__name__ for t in windower_types(family)]
+    expected = " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+    raise TypeError(f"window_config must be {expected}; got {config!r:.80}")
+
+
+def _grid(t: int, length: int, offset: int, align: int) -> list[Window]:
+    """Every window ``[align + k*offset, + length)`` containing ``t``."""
+    last = (t - align) // offset
+    first = (t - align - length) // offset + 1
+    out = []
+    for k in range(first, last + 1):
+        start = align + k * offset
+        if start <= t < start + length:
+            out.append((start, start + length))
+    return out
+
+
+class _ClosingAtEnd:
+    """bytewax's fixed windows: closed once the watermark is past their end, and
+    an item is too late for a window once the watermark is past its end."""
+
+    def close_at(self, window: Window) -> int:
+        return window[1]
+
+    def late(self, window: Window, watermark: int) -> bool:
+        return window[1] < watermark
+
+
+@dataclass(frozen=True)
+class SlidingWindower(_ClosingAtEnd, RegisteredWindower, serves=SlidingWindow):
+    """Windows ``[align + k*offset, + length)``: they overlap when ``offset < length``
+    and leave gaps (items in no window: late) when ``offset > length``."""
+
+    length: int
+    offset: int
+    align: int
+
+    @classmethod
+    def from_config(cls, config: SlidingWindow) -> Self:
+        return cls(_ms(config.length), _ms(config.offset), to_ms(config.align_to))
+
+    @property
+    def fast_grid(self) -> tuple[int, int, int]:
+        return (self.length, self.offset, self.align)
+
+    def assign(self, t: int) -> list[Window]:
+        return _grid(t, self.length, self.offset, self.align)
+
+
+@dataclass(frozen=True)
+class TumblingWindower(_ClosingAtEnd, RegisteredWindower, serves=TumblingWindow):
+    """Back-to-back windows ``[align + k*length, + length)``: one per item."""
+
+    length: int
+    align: int
+
+    @classmethod
+    def from_config(cls, config: TumblingWindow) -> Self:
+        return cls(_ms(config.length), to_ms(config.align_to))
+
+    @property
+    def fast_grid(self) -> tuple[int, int, int]:
+        return (self.length, self.length, self.align)
+
+    def assign(self, t: int) -> list[Window]:
+        start = t - (t - self.align) % self.length
+        return [(start, start + self.length)]
+
+
+@dataclass(frozen=True)
+class SessionWindower(RegisteredWindower, serves=SessionWindow):
+    """Sessions: items less than ``gap`` apart share a window ``(first, last item
+    time)``, which closes once the watermark is past ``last + gap``. An item is
+    late once the watermark is past its own time."""
+
+    gap: int
+    merges: ClassVar[bool] = True
+
+    @classmethod
+    def from_config(cls, config: SessionWindow) -> Self:
+        return cls(_ms(config.gap))
+
+    def assign(self, t: int) -> list[Window]:
+        return [(t, t)]
+
+    def merge(self, window: Window, open_windows: Iterable[Window]) -> tuple[Window, list[Window]]:
+        gap = self.gap
+        start, end = window
+        absorbed = [w for w in open_windows if w[0] - gap < end and start < w[1] + gap]
+        for w in absorbed:
+            start, end = min(start, w[0]), max(end, w[1])
+        return (start, end), absorbed
+
+    def close_at(self, window: Window) -> int:
+        return window[1] + self.gap
+
+    def late(self, window: Window, watermark: int) -> bool:
+        return window[1] < watermark
+
+
+class NumaflowWindower(RegisteredWindower):
+    """Numaflow's fixed and sliding windows ``[start, end)`` of ``length``: closed once
+    the watermark reaches their end, and too late for an item from then on (the
+    ``reduce_stream`` logic passes its watermark minus the allowed lateness)."""
+
+    length: int
+
+    def assign(self, t: int) -> list[Window]:
+        raise NotImplementedError
+
+    def close_at(self, window: Window) -> int:
+        return window[1] - 1
+
+    def late(self, window: Window, watermark: int) -> bool:
+        return window[1] <= watermark
+
+
+@dataclass(frozen=True)
+class NumaflowSlidingWindower(NumaflowWindower, serves=SlidingWindow, family=NUMAFLOW):
+    """Numaflow's sliding windows ``[align + k*offset, + length)``."""
+
+    length: int
+    offset: int
+    align: int
+
+    @classmethod
+    def from_config(cls, config: SlidingWindow) -> Self:
+        return cls(_ms(config.length), _ms(config.offset), to_ms(config.align_to))
+
+    def assign(self, t: int) -> list[Window]:
+        return _grid(t, self.length, self.offset, self.align)
+
+
+@dataclass(frozen=True)
+class NumaflowFixedWindower(NumaflowWindower, serves=TumblingWindow, family=NUMAFLOW):
+    """Numaflow's fixed windows ``[align + k*length, + length)``."""
+
+    length: int
+    align: int
+
+    @classmethod
+    def from_config(cls, config: TumblingWindow) -> Self:
+        return cls(_ms(config.length), to_ms(config.align_to))
+
+    def assign(self, t: int) -> list[Window]:
+        start = t - (t - self.align) % self.length
+        return [(start, start + self.length)]
+
+
+@dataclass(frozen=True)
+class GlobalWindower(RegisteredWindower):
+    """Numaflow's accumulator: one window per key, ``(MIN_MS, latest item time)``,
+    that every item joins; it closes once the watermark is past the latest item
+    time plus ``timeout``, and no item is ever late for it."""
+
+    timeout: int
+    merges: ClassVar[bool] = True
+
+    def assign(self, t: int) -> list[Window]:
+        return [(MIN_MS, t)]
+
+    def merge(self, window: Window, open_windows: Iterable[Window]) -> tuple[Window, list[Window]]:
+        absorbed = list(open_windows)
+        return (MIN_MS, max([window[1], *(w[1] for w in absorbed)])), absorbed
+
+    def close_at(self, window: Window) -> int:
+        return window[1] + self.timeout
+
+    def late(self, window: Window, watermark: int) -> bool:
+        return False

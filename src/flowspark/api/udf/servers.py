@@ -1,7 +1,8 @@
-"""pynumaflow 0.14's server classes: same constructor arguments, same validation.
+"""What pynumaflow 0.14's servers share, without running anything.
 
-A server only records the UDF and its settings; :meth:`NumaflowServer.start`
-hands it to flowspark's engine instead of opening a gRPC socket.
+:class:`NumaflowServer` records a UDF and pynumaflow's settings; the server
+classes themselves (``MapStreamAsyncServer`` …, whose ``start()`` runs the UDF
+on Spark) live above the engine, in :mod:`flowspark.serve`.
 :func:`handler_factory` turns a server (or a bare handler) into a zero-argument
 callable producing the handler to call for one key.
 
@@ -11,10 +12,7 @@ importing pynumaflow).
 
 >>> async def passthrough(keys, datum):
 ...     yield datum
->>> server = MapStreamAsyncServer(passthrough, max_threads=32)
->>> server.kind, server.sock_path, server.max_threads
-('map_stream', 'unix:///var/run/numaflow/mapstream.sock', 16)
->>> handler_factory(server, "map_stream")() is passthrough
+>>> handler_factory(passthrough, "map_stream")() is passthrough
 True
 """
 
@@ -22,19 +20,17 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, ClassVar
 
 from flowspark.api.udf.handlers import Accumulator, Mapper, MapStreamer, Reducer, ReduceStreamer
 
 __all__ = [
+    "capturing_servers",
+    "start_or_capture",
     "NumaflowServer",
-    "MapStreamAsyncServer",
-    "ReduceStreamAsyncServer",
-    "AccumulatorAsyncServer",
-    "MapServer",
-    "MapAsyncServer",
-    "ReduceAsyncServer",
     "handler_factory",
     "derives_from",
     "UDF_KINDS",
@@ -185,7 +181,8 @@ def handler_factory(
 
 
 class NumaflowServer:
-    """What all servers share: pynumaflow's settings attributes and :meth:`start`."""
+    """What all servers share: the UDF kind, its handler factory and pynumaflow's
+    settings attributes (see :mod:`flowspark.serve` for the servers)."""
 
     kind: ClassVar[str]
     make_handler: Callable[[], Callable[..., Any]]
@@ -221,138 +218,39 @@ class NumaflowServer:
         self._set_options(sock_path, max_message_size, max_threads, server_info_file)
         self.shutdown_callback = shutdown_callback
 
-    def start(self) -> None:
-        """Run the UDF with flowspark's engine (instead of serving gRPC)."""
-        from flowspark.engine.udf_serve import serve
-
-        serve(self)
-
     def __repr__(self) -> str:
         return f"{type(self).__name__}(kind={self.kind!r}, handler={self.make_handler!r})"
 
 
-class MapStreamAsyncServer(NumaflowServer):
-    """pynumaflow's ``mapstreamer.MapStreamAsyncServer``: a MapStreamer instance or a function."""
-
-    kind = "map_stream"
-
-    def __init__(
-        self,
-        map_stream_instance: Any,
-        sock_path: str = MAP_STREAM_SOCK_PATH,
-        max_message_size: int = MAX_MESSAGE_SIZE,
-        max_threads: int = NUM_THREADS_DEFAULT,
-        server_info_file: str = MAP_SERVER_INFO_FILE_PATH,
-        shutdown_callback: Callable[..., Any] | None = None,
-    ) -> None:
-        self.make_handler = handler_factory(map_stream_instance, self.kind)
-        self.map_stream_instance = map_stream_instance
-        self._set_options(sock_path, max_message_size, max_threads, server_info_file)
-        self.shutdown_callback = shutdown_callback
+# While set, ``start()`` of any server records the server instead of running it:
+# how a pipeline vertex takes its handler from a pynumaflow UDF script.
+_CAPTURED: ContextVar[list[Any] | None] = ContextVar("flowspark_captured_servers", default=None)
 
 
-class ReduceStreamAsyncServer(NumaflowServer):
-    """pynumaflow's ``reducestreamer.ReduceStreamAsyncServer``: a ReduceStreamer subclass
-    (a new instance per key and window) or a function."""
+@contextmanager
+def capturing_servers() -> Iterator[list[Any]]:
+    """Within the block, ``server.start()`` appends the server to the yielded list and
+    returns at once (nothing is served).
 
-    kind = "reduce_stream"
-
-    def __init__(
-        self,
-        reduce_stream_instance: Any,
-        init_args: tuple[Any, ...] = (),
-        init_kwargs: dict[str, Any] | None = None,
-        sock_path: str = REDUCE_STREAM_SOCK_PATH,
-        max_message_size: int = MAX_MESSAGE_SIZE,
-        max_threads: int = NUM_THREADS_DEFAULT,
-        server_info_file: str = REDUCE_STREAM_SERVER_INFO_FILE_PATH,
-        shutdown_callback: Callable[..., Any] | None = None,
-    ) -> None:
-        self.reduce_stream_handler = reduce_stream_instance
-        self._per_key(
-            reduce_stream_instance, init_args, init_kwargs,
-            sock_path, max_message_size, max_threads, server_info_file, shutdown_callback,
-        )  # fmt: skip
+    >>> from flowspark.mapstreamer import MapStreamAsyncServer
+    >>> with capturing_servers() as started:
+    ...     MapStreamAsyncServer(lambda keys, datum: None).start()
+    >>> [type(s).__name__ for s in started]
+    ['MapStreamAsyncServer']
+    """
+    started: list[Any] = []
+    token = _CAPTURED.set(started)
+    try:
+        yield started
+    finally:
+        _CAPTURED.reset(token)
 
 
-class AccumulatorAsyncServer(NumaflowServer):
-    """pynumaflow's ``accumulator.AccumulatorAsyncServer``: an Accumulator subclass
-    (a new instance per key opening) or a function ``f(datums, output)``."""
-
-    kind = "accumulate"
-
-    def __init__(
-        self,
-        accumulator_instance: Any,
-        init_args: tuple[Any, ...] = (),
-        init_kwargs: dict[str, Any] | None = None,
-        sock_path: str = ACCUMULATOR_SOCK_PATH,
-        max_message_size: int = MAX_MESSAGE_SIZE,
-        max_threads: int = NUM_THREADS_DEFAULT,
-        server_info_file: str = ACCUMULATOR_SERVER_INFO_FILE_PATH,
-        shutdown_callback: Callable[..., Any] | None = None,
-    ) -> None:
-        self.accumulator_handler = accumulator_instance
-        self._per_key(
-            accumulator_instance, init_args, init_kwargs,
-            sock_path, max_message_size, max_threads, server_info_file, shutdown_callback,
-        )  # fmt: skip
-
-
-class MapServer(NumaflowServer):
-    """pynumaflow's synchronous ``mapper.MapServer``: a Mapper instance or a function."""
-
-    kind = "map"
-
-    def __init__(
-        self,
-        mapper_instance: Any,
-        sock_path: str = MAP_SOCK_PATH,
-        max_message_size: int = MAX_MESSAGE_SIZE,
-        max_threads: int = NUM_THREADS_DEFAULT,
-        server_info_file: str = MAP_SERVER_INFO_FILE_PATH,
-    ) -> None:
-        self.make_handler = handler_factory(mapper_instance, self.kind)
-        self.mapper_instance = mapper_instance
-        self._set_options(sock_path, max_message_size, max_threads, server_info_file)
-
-
-class MapAsyncServer(MapServer):
-    """pynumaflow's ``mapper.MapAsyncServer``: a Mapper instance or an async function."""
-
-    def __init__(
-        self,
-        mapper_instance: Any,
-        sock_path: str = MAP_SOCK_PATH,
-        max_message_size: int = MAX_MESSAGE_SIZE,
-        max_threads: int = NUM_THREADS_DEFAULT,
-        server_info_file: str = MAP_SERVER_INFO_FILE_PATH,
-        shutdown_callback: Callable[..., Any] | None = None,
-    ) -> None:
-        super().__init__(
-            mapper_instance, sock_path, max_message_size, max_threads, server_info_file
-        )
-        self.shutdown_callback = shutdown_callback
-
-
-class ReduceAsyncServer(NumaflowServer):
-    """pynumaflow's ``reducer.ReduceAsyncServer``: a Reducer subclass or a function."""
-
-    kind = "reduce"
-
-    def __init__(
-        self,
-        reducer_instance: Any,
-        init_args: tuple[Any, ...] = (),
-        init_kwargs: dict[str, Any] | None = None,
-        sock_path: str = REDUCE_SOCK_PATH,
-        max_message_size: int = MAX_MESSAGE_SIZE,
-        max_threads: int = NUM_THREADS_DEFAULT,
-        server_info_file: str = REDUCE_SERVER_INFO_FILE_PATH,
-        shutdown_callback: Callable[..., Any] | None = None,
-    ) -> None:
-        self.reducer_handler = reducer_instance
-        self._per_key(
-            reducer_instance, init_args, init_kwargs,
-            sock_path, max_message_size, max_threads, server_info_file, shutdown_callback,
-        )  # fmt: skip
+def start_or_capture(server: Any, run: Callable[[], None]) -> None:
+    """What every server's ``start()`` does: recorded while :func:`capturing_servers`
+    is active, else ``run()``."""
+    started = _CAPTURED.get()
+    if started is not None:
+        started.append(server)
+        return
+    run()

@@ -1,0 +1,153 @@
+"""Inputs: where a flow's items come from.
+
+Two families, both read through Spark's Python Data Source streaming API with
+offsets kept in the checkpoint:
+
+* bytewax 0.17's interfaces, so custom bytewax inputs port unchanged:
+  :class:`PartitionedInput` / :class:`StatefulSource` (resumable from
+  ``snapshot()``) and :class:`DynamicInput` / :class:`StatelessSource`. Their
+  ``next_batch`` runs in Spark's source-planning process on the driver, and the
+  items travel to executors inside the micro-batch's partitions.
+* :class:`SeekableInput`: parts with integer offsets that any executor can read
+  from any position (in-memory sequences, files). Only offsets travel; the
+  executors read the data themselves, in parallel.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+__all__ = [
+    "Input",
+    "PartitionedInput",
+    "StatefulSource",
+    "DynamicInput",
+    "StatelessSource",
+    "SeekableInput",
+    "Split",
+    "batch",
+]
+
+
+class Input(ABC):  # noqa: B024 - a marker base, as in bytewax
+    """Base class of all inputs. Subclass one of the families below, not this."""
+
+
+class StatefulSource(ABC):
+    """One partition of a :class:`PartitionedInput` (bytewax 0.17 interface)."""
+
+    @abstractmethod
+    def next_batch(self) -> list[Any]:
+        """Return the next items (maybe empty); raise ``StopIteration`` at the end."""
+
+    def next_awake(self) -> datetime | None:
+        """When to call ``next_batch`` next; ``None`` means as soon as possible."""
+        return None
+
+    @abstractmethod
+    def snapshot(self) -> Any:
+        """Return a picklable state from which ``build_part`` can resume."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources."""
+
+
+class PartitionedInput(Input):
+    """An input of named partitions that resume from snapshots (bytewax 0.17)."""
+
+    @abstractmethod
+    def list_parts(self) -> list[str]:
+        """Names of all partitions of this input."""
+
+    @abstractmethod
+    def build_part(self, for_part: str, resume_state: Any | None) -> StatefulSource:
+        """Open one partition, resuming from ``resume_state`` (``None``: from the start)."""
+
+
+class StatelessSource(ABC):
+    """One worker's reader of a :class:`DynamicInput` (bytewax 0.17 interface)."""
+
+    @abstractmethod
+    def next_batch(self) -> list[Any]:
+        """Return the next items (maybe empty); raise ``StopIteration`` at the end."""
+
+    def next_awake(self) -> datetime | None:
+        """When to call ``next_batch`` next; ``None`` means as soon as possible."""
+        return None
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources."""
+
+
+class DynamicInput(Input):
+    """An input with no resume state: at-most-once across restarts (bytewax 0.17)."""
+
+    @abstractmethod
+    def build(self, worker_index: int, worker_count: int) -> StatelessSource:
+        """Build the reader for one worker (flowspark builds one: index 0 of 1)."""
+
+
+class Split(ABC):
+    """A picklable piece of work an executor reads: items in source batches."""
+
+    @abstractmethod
+    def read(self) -> Iterator[list[Any]]:
+        """Yield the items of this split as lists, in order."""
+
+
+class SeekableInput(Input):
+    """Parts with integer offsets that executors can read from any position.
+
+    The source-planning process asks for offsets only; the data is read by the
+    executors from :class:`Split` objects. ``batch_size`` is the number of items
+    one bytewax ``next_batch`` call would return: with ``epoch_interval=0`` each
+    micro-batch advances every part by one such batch.
+    """
+
+    batch_size: int = 1000
+
+    @abstractmethod
+    def list_parts(self) -> list[str]:
+        """Names of all partitions of this input."""
+
+    @abstractmethod
+    def end_offset(self, part: str) -> int:
+        """The offset just past the data available now in ``part``."""
+
+    def offset_after(self, part: str, start: int, end: int, batches: int) -> int:
+        """The offset after ``batches`` source batches from ``start`` (at most ``end``)."""
+        return min(end, start + batches * self.batch_size)
+
+    def batch_limit(self, part: str, start: int, end: int) -> int:
+        """The furthest offset one micro-batch reads when epochs are not per-batch."""
+        return end
+
+    def for_run(self, scratch_dir: str | None) -> SeekableInput:
+        """This input as one run ships it to Spark. ``scratch_dir``: a directory of
+        the run on a disk its executors share with the driver (a local master), for
+        data the input would rather write once than send with every micro-batch;
+        ``None`` when they share none. The default ships the input as it is."""
+        return self
+
+    @abstractmethod
+    def splits(self, part: str, start: int, end: int, pieces: int) -> list[Split]:
+        """Cut ``[start, end)`` of ``part`` into at most ``pieces`` ordered splits."""
+
+
+def batch(ib: Any, batch_size: int) -> Iterator[list[Any]]:
+    """Group an iterable into lists of ``batch_size`` items (bytewax's helper).
+
+    >>> list(batch(range(5), 2))
+    [[0, 1], [2, 3], [4]]
+    """
+    chunk: list[Any] = []
+    for item in ib:
+        chunk.append(item)
+        if len(chunk) >= batch_size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

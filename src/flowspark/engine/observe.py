@@ -1,0 +1,201 @@
+"""Watching a run: one listener interface, fed per micro-batch (or per batch job).
+
+Both paths report the same :class:`BatchProgress`: a streaming query once Spark
+has finished each micro-batch (its query progress joined with what the sinks
+saw), a batch job once, at its end. :class:`RunReport` is built by a listener
+like any other (:class:`ReportBuilder`), and so is the ``$FLOWSPARK_PROGRESS_LOG``
+file. A progress display is one more listener.
+
+>>> seen = []
+>>> class Printer:
+...     def on_batch(self, progress):
+...         seen.append((progress.batch_id, progress.items_written))
+>>> hub = ProgressHub([Printer()], streamed=True)
+>>> hub.batch_written(0, items_read={"inp": 3}, items_written={"out": 3}, late_items={})
+>>> hub.spark_progress({"batchId": 0, "durationMs": {"triggerExecution": 120}})
+>>> seen
+[(0, {'out': 3})]
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = [
+    "BatchProgress",
+    "RunListener",
+    "RunReport",
+    "ReportBuilder",
+    "ProgressLog",
+    "ProgressHub",
+]
+
+
+@dataclass(frozen=True)
+class BatchProgress:
+    """What one micro-batch (or the one batch job) did.
+
+    ``items_read`` per input step, ``items_written`` per output step and
+    ``late_items`` per window step count items, exactly. From Spark's query
+    progress, when streamed: ``duration_ms`` (the trigger's execution; for a
+    batch job the job's wall time), ``phases_ms`` (Spark's ``durationMs``),
+    ``watermark_ms`` (the flow's clock; ``None`` before the first keyed step
+    has one), ``state_keys`` (rows in keyed state: one per state bucket or key)
+    and the raw progress ``spark`` (a dict), for anything else.
+    """
+
+    batch_id: int
+    streamed: bool
+    duration_ms: float | None
+    items_read: dict[str, int] = field(default_factory=dict)
+    items_written: dict[str, int] = field(default_factory=dict)
+    late_items: dict[str, int] = field(default_factory=dict)
+    watermark_ms: int | None = None
+    state_keys: int | None = None
+    phases_ms: dict[str, int] = field(default_factory=dict)
+    spark: dict[str, Any] | None = None
+
+
+@runtime_checkable
+class RunListener(Protocol):
+    """Called once per finished micro-batch (or batch job), in batch order, on the
+    thread that runs the flow. It must return quickly; what it raises ends the run."""
+
+    def on_batch(self, progress: BatchProgress) -> None: ...
+
+
+@dataclass
+class RunReport:
+    """What a finished run observed: micro-batches written, late items per window
+    step, items read per input and written per output, and whether it ran as a
+    streaming query (else as one batch job)."""
+
+    batches: int = 0
+    late_counts: dict[str, int] = field(default_factory=dict)
+    streamed: bool = True
+    items_read: dict[str, int] = field(default_factory=dict)
+    items_written: dict[str, int] = field(default_factory=dict)
+
+
+def _add(total: dict[str, int], more: dict[str, int]) -> None:
+    for name, count in more.items():
+        total[name] = total.get(name, 0) + count
+
+
+class ReportBuilder:
+    """The listener that builds a run's :class:`RunReport`."""
+
+    def __init__(self, streamed: bool) -> None:
+        self.report = RunReport(streamed=streamed)
+
+    def on_batch(self, progress: BatchProgress) -> None:
+        report = self.report
+        report.batches += 1
+        _add(report.late_counts, progress.late_items)
+        _add(report.items_read, progress.items_read)
+        _add(report.items_written, progress.items_written)
+
+
+class ProgressLog:
+    """Appends each micro-batch's Spark query progress to a file (JSON lines)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def on_batch(self, progress: BatchProgress) -> None:
+        if progress.spark is not None:
+            with open(self.path, "a") as f:
+                f.write(json.dumps(progress.spark) + "\n")
+
+
+def _watermark_ms(spark: dict[str, Any]) -> int | None:
+    text = (spark.get("eventTime") or {}).get("watermark")
+    if not text:
+        return None
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return int(moment.timestamp() * 1000)
+
+
+def _state_keys(spark: dict[str, Any]) -> int | None:
+    operators = spark.get("stateOperators") or []
+    return sum(op.get("numRowsTotal", 0) for op in operators) if operators else None
+
+
+class ProgressHub:
+    """Joins what the sinks saw of a batch with Spark's progress of it and hands the
+    result to every listener, in batch order.
+
+    The sinks report from Spark's ``foreachBatch`` (:meth:`batch_written`); the
+    thread awaiting the query reports Spark's progress (:meth:`spark_progress`);
+    :meth:`finish` reports batches whose progress never came. A batch job
+    reports once, through :meth:`job_done`.
+    """
+
+    def __init__(self, listeners: Sequence[RunListener], streamed: bool) -> None:
+        self.listeners = list(listeners)
+        self.streamed = streamed
+        self._written: dict[int, tuple[dict[str, int], dict[str, int], dict[str, int]]] = {}
+        self._lock = threading.Lock()
+        self._started = time.perf_counter()
+
+    def batch_written(
+        self,
+        batch_id: int,
+        items_read: dict[str, int],
+        items_written: dict[str, int],
+        late_items: dict[str, int],
+    ) -> None:
+        with self._lock:
+            self._written[batch_id] = (items_read, items_written, late_items)
+
+    def spark_progress(self, spark: dict[str, Any]) -> None:
+        """One micro-batch's query progress (Spark's JSON as a dict)."""
+        batch_id = int(spark["batchId"])
+        with self._lock:
+            written = self._written.pop(batch_id, None)
+            earlier = sorted(b for b in self._written if b < batch_id)
+            flushed = [(b, self._written.pop(b)) for b in earlier]
+        for b, counts in flushed:  # written, but Spark's progress for it was missed
+            self._emit(BatchProgress(b, self.streamed, None, *counts))
+        if written is None:  # not a batch the sinks saw (Spark's idle progress)
+            return
+        phases = {k: int(v) for k, v in (spark.get("durationMs") or {}).items()}
+        self._emit(
+            BatchProgress(
+                batch_id,
+                self.streamed,
+                phases.get("triggerExecution"),
+                *written,
+                watermark_ms=_watermark_ms(spark),
+                state_keys=_state_keys(spark),
+                phases_ms=phases,
+                spark=spark,
+            )
+        )
+
+    def finish(self) -> None:
+        """Report the batches written whose Spark progress never arrived."""
+        with self._lock:
+            rest = sorted(self._written.items())
+            self._written.clear()
+        for batch_id, counts in rest:
+            self._emit(BatchProgress(batch_id, self.streamed, None, *counts))
+
+    def job_done(self) -> None:
+        """A batch job ended: its one batch, timed from this hub's creation."""
+        elapsed = (time.perf_counter() - self._started) * 1000
+        with self._lock:
+            rest = sorted(self._written.items())
+            self._written.clear()
+        for batch_id, counts in rest:
+            self._emit(BatchProgress(batch_id, False, elapsed, *counts))
+
+    def _emit(self, progress: BatchProgress) -> None:
+        for listener in self.listeners:
+            listener.on_batch(progress)

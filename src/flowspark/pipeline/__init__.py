@@ -1,0 +1,1 @@
+"""Numaflow Pipeline specs on flowspark: load a Pipeline YAML into a Dataflow."""

@@ -1,0 +1,103 @@
+"""Compile a validated plan once into what runs in Spark's Python workers.
+
+A :class:`CompiledFlow` holds, per input, the level-0 program that runs in the
+read tasks, and per later level (one per exchange) the fused program, the keyed
+steps' logics and whether they keep a write-ahead log. Everything is pickled
+here, before Spark runs anything: the engine only maps these levels onto Spark
+(a streaming query or one batch job, see ``flowspark.engine``).
+
+>>> from flowspark.dataflow import Dataflow
+>>> from flowspark.plan.graph import build_plan
+>>> from flowspark.testing import TestingInput, TestingOutput
+>>> flow = Dataflow()
+>>> s = flow.input("inp", TestingInput([("a", 1)]))
+>>> _ = s.reduce("sum", lambda a, b: a + b, lambda acc: False).output("out", TestingOutput([]))
+>>> compiled = compile_flow(build_plan(flow), key_partitions=2)
+>>> [i.step_id for i in compiled.inputs], [(lv.level, lv.keyed) for lv in compiled.levels]
+(['inp'], [(1, True)])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import cloudpickle
+
+from flowspark.plan.graph import Plan
+from flowspark.runtime.stage import StageProgram
+
+__all__ = ["CompiledFlow", "CompiledInput", "CompiledLevel", "compile_flow"]
+
+
+@dataclass(frozen=True)
+class CompiledInput:
+    """One input: its plan index (``entry``), step id, config and level-0 program."""
+
+    entry: int
+    step_id: str
+    input: Any
+    program: bytes
+
+
+@dataclass(frozen=True)
+class CompiledLevel:
+    """One level after an exchange: the steps rows enter it at (``entries``), its
+    fused program, and when it starts with keyed steps their pickled logics (by
+    plan index) and whether any keeps a write-ahead log."""
+
+    level: int
+    entries: frozenset[int]
+    program: bytes
+    logics: bytes | None = None
+    uses_wal: bool = False
+
+    @property
+    def keyed(self) -> bool:
+        """Whether the level starts with keyed steps (a transformWithState)."""
+        return self.logics is not None
+
+
+@dataclass(frozen=True)
+class CompiledFlow:
+    """A plan compiled for ``key_partitions`` partitions after each keyed exchange."""
+
+    plan: Plan
+    inputs: list[CompiledInput]
+    levels: list[CompiledLevel]
+    key_partitions: int
+
+    @property
+    def stateful(self) -> bool:
+        """Whether any step keeps keyed state (the query then needs a clock)."""
+        return self.plan.stateful
+
+
+def compile_flow(plan: Plan, key_partitions: int) -> CompiledFlow:
+    """Build and pickle every level's program and keyed logics of ``plan``."""
+    from flowspark.runtime.logics import logic_for
+
+    inputs = [
+        CompiledInput(
+            entry=i,
+            step_id=plan.step(i).step_id,
+            input=plan.step(i).args["input"],
+            program=cloudpickle.dumps(StageProgram.for_level(plan, 0, [i], key_partitions)),
+        )
+        for i in plan.inputs
+    ]
+    levels = []
+    for level in range(1, plan.top_level + 1):
+        entries = plan.entries(level)
+        program = cloudpickle.dumps(StageProgram.for_level(plan, level, entries, key_partitions))
+        keyed = [i for i in entries if plan.step(i).operator.family == "keyed"]
+        if keyed:
+            logics = {i: logic_for(plan.step(i)) for i in keyed}
+            uses_wal = any(logic.uses_wal for logic in logics.values())
+            compiled = CompiledLevel(
+                level, frozenset(entries), program, cloudpickle.dumps(logics), uses_wal
+            )
+        else:
+            compiled = CompiledLevel(level, frozenset(entries), program)
+        levels.append(compiled)
+    return CompiledFlow(plan, inputs, levels, key_partitions)

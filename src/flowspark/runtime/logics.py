@@ -1,0 +1,97 @@
+"""The logic of each keyed step: :func:`logic_for` builds it from the step's kind.
+
+bytewax's kinds live in :mod:`flowspark.runtime.stateful`, Numaflow's in
+:mod:`flowspark.runtime.udf_keyed`; both follow :mod:`flowspark.runtime.keyed`.
+A new keyed kind adds its builder to ``BUILDERS``.
+
+>>> from flowspark.dataflow import Dataflow
+>>> from flowspark.testing import TestingInput
+>>> flow = Dataflow()
+>>> _ = flow.input("inp", TestingInput([])).reduce("sum", lambda a, b: a + b, lambda a: False)
+>>> type(logic_for(flow.steps[-1])).__name__
+'ReduceLogic'
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from flowspark.runtime.keyed import KeyedLogic
+from flowspark.runtime.stateful import BatchLogic, ReduceLogic, StatefulMapLogic, WindowLogic
+from flowspark.runtime.udf_keyed import REBUILD_ENV, AccumulateLogic, ReduceStreamLogic
+from flowspark.runtime.windowing import NUMAFLOW, build_clock, build_windower
+
+__all__ = ["BUILDERS", "logic_for"]
+
+
+def _reduce(step: Any) -> KeyedLogic:
+    return ReduceLogic(step.step_id, step.fns["reducer"], step.fns["is_complete"])
+
+
+def _stateful_map(step: Any) -> KeyedLogic:
+    return StatefulMapLogic(step.step_id, step.fns["builder"], step.fns["mapper"])
+
+
+def _batch(step: Any) -> KeyedLogic:
+    timeout_ms = step.args["timeout"] // timedelta(milliseconds=1)
+    return BatchLogic(step.step_id, step.args["max_size"], timeout_ms)
+
+
+def _window(step: Any) -> KeyedLogic:
+    args = step.args
+    return WindowLogic(
+        step.step_id,
+        step.kind,
+        build_clock(args["clock_config"]),
+        build_windower(args["window_config"]),
+        step.fns,
+        with_window=args.get("with_window", False),
+    )
+
+
+def _force_rebuild() -> bool:
+    return os.environ.get(REBUILD_ENV, "") not in ("", "0")
+
+
+def _accumulate(step: Any) -> KeyedLogic:
+    args = step.args
+    return AccumulateLogic(
+        step.step_id, args["factory"], args["timeout"], args["watermark_delay"], _force_rebuild()
+    )
+
+
+def _reduce_stream(step: Any) -> KeyedLogic:
+    args = step.args
+    return ReduceStreamLogic(
+        step.step_id,
+        args["factory"],
+        build_windower(args["window_config"], NUMAFLOW),
+        args["allowed_lateness"],
+        args["watermark_delay"],
+        _force_rebuild(),
+    )
+
+
+# Keyed operator kind -> the builder of its logic from a step.
+BUILDERS: dict[str, Callable[[Any], KeyedLogic]] = {
+    "reduce": _reduce,
+    "stateful_map": _stateful_map,
+    "batch": _batch,
+    "reduce_window": _window,
+    "fold_window": _window,
+    "collect_window": _window,
+    "accumulate": _accumulate,
+    "reduce_stream": _reduce_stream,
+}
+
+
+def logic_for(step: Any) -> KeyedLogic:
+    """Build the logic of a keyed step (a :class:`~flowspark.api.steps.Step`)."""
+    kind = step.kind
+    build = BUILDERS.get(kind)
+    if build is None:
+        raise ValueError(f"step {step.step_id!r}: unknown keyed operator kind {kind!r}")
+    return build(step)

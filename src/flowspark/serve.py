@@ -1,0 +1,282 @@
+"""pynumaflow's servers on flowspark: ``server.start()`` runs the UDF on Spark.
+
+The server classes take pynumaflow 0.14's constructor arguments and validate
+handlers as it does (see :mod:`flowspark.api.udf.servers` for what they share).
+This module sits above the engine: the api layer only records a server.
+
+
+pynumaflow's servers serve gRPC to a Numaflow pod. On flowspark the same
+``MapStreamAsyncServer(handler).start()`` runs the handler as a one-step flow on
+embedded Spark instead: it reads datums from standard input until EOF, one per
+line, and prints each output datum as a JSON line. So a UDF file written for
+Numaflow can be tried locally unchanged::
+
+    printf 'a,b\\nc\\n' | python my_map_stream_udf.py
+
+Input lines are JSON objects ``{"keys": [...], "value": "...", "event_time":
+<epoch ms or ISO-8601>, "headers": {...}, "id": "..."}`` (all fields optional)
+or plain text (the value; no keys; stamped with the time it is read). Reduce
+streams use fixed windows of ``FLOWSPARK_UDF_WINDOW`` seconds (default 60), the
+accumulator a timeout of ``FLOWSPARK_UDF_TIMEOUT`` seconds (default 10); both
+take ``FLOWSPARK_UDF_WATERMARK_DELAY`` seconds (default 0).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from flowspark.api.udf.servers import (
+    MAX_MESSAGE_SIZE,
+    NUM_THREADS_DEFAULT,
+    NumaflowServer,
+    handler_factory,
+    start_or_capture,
+)
+from flowspark.api.udf.times import as_utc, utc_from_ms
+from flowspark.api.udf.types import Datum
+
+__all__ = [
+    "serve",
+    "parse_datum_line",
+    "datum_json",
+    "MapStreamAsyncServer",
+    "ReduceStreamAsyncServer",
+    "AccumulatorAsyncServer",
+    "MapServer",
+    "MapAsyncServer",
+    "ReduceAsyncServer",
+]
+
+MAP_SOCK_PATH = "/var/run/numaflow/map.sock"
+MAP_STREAM_SOCK_PATH = "/var/run/numaflow/mapstream.sock"
+REDUCE_SOCK_PATH = "/var/run/numaflow/reduce.sock"
+REDUCE_STREAM_SOCK_PATH = "/var/run/numaflow/reducestream.sock"
+ACCUMULATOR_SOCK_PATH = "/var/run/numaflow/accumulator.sock"
+MAP_SERVER_INFO_FILE_PATH = "/var/run/numaflow/mapper-server-info"
+REDUCE_SERVER_INFO_FILE_PATH = "/var/run/numaflow/reducer-server-info"
+REDUCE_STREAM_SERVER_INFO_FILE_PATH = "/var/run/numaflow/reducestreamer-server-info"
+ACCUMULATOR_SERVER_INFO_FILE_PATH = "/var/run/numaflow/accumulator-server-info"
+
+
+def parse_datum_line(line: str, number: int) -> Datum:
+    """One stdin line as a datum (JSON object or plain text).
+
+    >>> parse_datum_line('{"keys": ["k"], "value": "hi", "event_time": 0}', 1).keys
+    ['k']
+    >>> parse_datum_line("plain text", 2).value
+    b'plain text'
+    """
+    text = line.rstrip("\n")
+    fields: Any = None
+    if text.startswith("{"):
+        try:
+            fields = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"stdin line {number}: invalid JSON datum: {exc}") from None
+    if not isinstance(fields, dict):
+        now = as_utc(datetime.now(UTC), "Datum.event_time")
+        return Datum([], text.encode("utf-8"), now, now, id=str(number))
+    when = fields.get("event_time")
+    if when is None:
+        event_time = as_utc(datetime.now(UTC), "Datum.event_time")
+    elif isinstance(when, (int, float)):
+        event_time = utc_from_ms(int(when))
+    else:
+        event_time = as_utc(datetime.fromisoformat(str(when)), "Datum.event_time")
+    value = fields.get("value", "")
+    return Datum(
+        [str(k) for k in fields.get("keys", [])],
+        value.encode("utf-8") if isinstance(value, str) else bytes(value),
+        event_time,
+        event_time,
+        {str(k): str(v) for k, v in (fields.get("headers") or {}).items()},
+        id=str(fields.get("id", number)),
+    )
+
+
+def datum_json(datum: Datum) -> str:
+    """An output datum as one JSON line (the value decoded as UTF-8 where it can be)."""
+    return json.dumps(
+        {
+            "keys": datum.keys,
+            "value": datum.value.decode("utf-8", "backslashreplace"),
+            "tags": datum.tags,
+            "event_time": datum.event_time.isoformat(),
+            "watermark": datum.watermark.isoformat(),
+            "id": datum.id,
+        }
+    )
+
+
+def _seconds(name: str, default: float) -> timedelta:
+    raw = os.environ.get(name)
+    try:
+        return timedelta(seconds=float(raw)) if raw else timedelta(seconds=default)
+    except ValueError:
+        raise ValueError(f"{name} must be a number of seconds; got {raw!r}") from None
+
+
+def serve(server: Any, lines: Iterable[str] | None = None) -> None:
+    """Run ``server``'s handler over datums from ``lines`` (stdin by default); print
+    each output datum as a JSON line."""
+    from flowspark.connectors.stdio import StdOutput
+    from flowspark.dataflow import Dataflow
+    from flowspark.testing import TestingInput, run_main
+
+    source = sys.stdin if lines is None else lines
+    datums = [parse_datum_line(line, n) for n, line in enumerate(source, 1) if line.strip()]
+    delay = _seconds("FLOWSPARK_UDF_WATERMARK_DELAY", 0)
+    flow = Dataflow("udf")
+    stream = flow.input("stdin", TestingInput(datums))
+    if server.kind in ("map_stream", "map"):
+        stream = stream.map_stream("udf", server)
+    elif server.kind in ("reduce_stream", "reduce"):
+        window = _seconds("FLOWSPARK_UDF_WINDOW", 60)
+        stream = stream.reduce_stream("udf", server, window, watermark_delay=delay)
+    elif server.kind == "accumulate":
+        timeout = _seconds("FLOWSPARK_UDF_TIMEOUT", 10)
+        stream = stream.accumulate("udf", server, timeout, watermark_delay=delay)
+    else:
+        raise ValueError(f"cannot serve a UDF of kind {server.kind!r}")
+    stream.map("as_json", datum_json).output("stdout", StdOutput())
+    run_main(flow)
+
+
+class _Serving(NumaflowServer):
+    """``start()``: run the UDF with flowspark's engine (instead of serving gRPC)."""
+
+    def start(self) -> None:
+        """Run the handler over datums from stdin on embedded Spark (see the module doc)."""
+        start_or_capture(self, lambda: serve(self))
+
+
+class MapStreamAsyncServer(_Serving):
+    """pynumaflow's ``mapstreamer.MapStreamAsyncServer``: a MapStreamer instance or a function."""
+
+    kind = "map_stream"
+
+    def __init__(
+        self,
+        map_stream_instance: Any,
+        sock_path: str = MAP_STREAM_SOCK_PATH,
+        max_message_size: int = MAX_MESSAGE_SIZE,
+        max_threads: int = NUM_THREADS_DEFAULT,
+        server_info_file: str = MAP_SERVER_INFO_FILE_PATH,
+        shutdown_callback: Callable[..., Any] | None = None,
+    ) -> None:
+        self.make_handler = handler_factory(map_stream_instance, self.kind)
+        self.map_stream_instance = map_stream_instance
+        self._set_options(sock_path, max_message_size, max_threads, server_info_file)
+        self.shutdown_callback = shutdown_callback
+
+
+class ReduceStreamAsyncServer(_Serving):
+    """pynumaflow's ``reducestreamer.ReduceStreamAsyncServer``: a ReduceStreamer subclass
+    (a new instance per key and window) or a function."""
+
+    kind = "reduce_stream"
+
+    def __init__(
+        self,
+        reduce_stream_instance: Any,
+        init_args: tuple[Any, ...] = (),
+        init_kwargs: dict[str, Any] | None = None,
+        sock_path: str = REDUCE_STREAM_SOCK_PATH,
+        max_message_size: int = MAX_MESSAGE_SIZE,
+        max_threads: int = NUM_THREADS_DEFAULT,
+        server_info_file: str = REDUCE_STREAM_SERVER_INFO_FILE_PATH,
+        shutdown_callback: Callable[..., Any] | None = None,
+    ) -> None:
+        self.reduce_stream_handler = reduce_stream_instance
+        self._per_key(
+            reduce_stream_instance, init_args, init_kwargs,
+            sock_path, max_message_size, max_threads, server_info_file, shutdown_callback,
+        )  # fmt: skip
+
+
+class AccumulatorAsyncServer(_Serving):
+    """pynumaflow's ``accumulator.AccumulatorAsyncServer``: an Accumulator subclass
+    (a new instance per key opening) or a function ``f(datums, output)``."""
+
+    kind = "accumulate"
+
+    def __init__(
+        self,
+        accumulator_instance: Any,
+        init_args: tuple[Any, ...] = (),
+        init_kwargs: dict[str, Any] | None = None,
+        sock_path: str = ACCUMULATOR_SOCK_PATH,
+        max_message_size: int = MAX_MESSAGE_SIZE,
+        max_threads: int = NUM_THREADS_DEFAULT,
+        server_info_file: str = ACCUMULATOR_SERVER_INFO_FILE_PATH,
+        shutdown_callback: Callable[..., Any] | None = None,
+    ) -> None:
+        self.accumulator_handler = accumulator_instance
+        self._per_key(
+            accumulator_instance, init_args, init_kwargs,
+            sock_path, max_message_size, max_threads, server_info_file, shutdown_callback,
+        )  # fmt: skip
+
+
+class MapServer(_Serving):
+    """pynumaflow's synchronous ``mapper.MapServer``: a Mapper instance or a function."""
+
+    kind = "map"
+
+    def __init__(
+        self,
+        mapper_instance: Any,
+        sock_path: str = MAP_SOCK_PATH,
+        max_message_size: int = MAX_MESSAGE_SIZE,
+        max_threads: int = NUM_THREADS_DEFAULT,
+        server_info_file: str = MAP_SERVER_INFO_FILE_PATH,
+    ) -> None:
+        self.make_handler = handler_factory(mapper_instance, self.kind)
+        self.mapper_instance = mapper_instance
+        self._set_options(sock_path, max_message_size, max_threads, server_info_file)
+
+
+class MapAsyncServer(MapServer):
+    """pynumaflow's ``mapper.MapAsyncServer``: a Mapper instance or an async function."""
+
+    def __init__(
+        self,
+        mapper_instance: Any,
+        sock_path: str = MAP_SOCK_PATH,
+        max_message_size: int = MAX_MESSAGE_SIZE,
+        max_threads: int = NUM_THREADS_DEFAULT,
+        server_info_file: str = MAP_SERVER_INFO_FILE_PATH,
+        shutdown_callback: Callable[..., Any] | None = None,
+    ) -> None:
+        super().__init__(
+            mapper_instance, sock_path, max_message_size, max_threads, server_info_file
+        )
+        self.shutdown_callback = shutdown_callback
+
+
+class ReduceAsyncServer(_Serving):
+    """pynumaflow's ``reducer.ReduceAsyncServer``: a Reducer subclass or a function."""
+
+    kind = "reduce"
+
+    def __init__(
+        self,
+        reducer_instance: Any,
+        init_args: tuple[Any, ...] = (),
+        init_kwargs: dict[str, Any] | None = None,
+        sock_path: str = REDUCE_SOCK_PATH,
+        max_message_size: int = MAX_MESSAGE_SIZE,
+        max_threads: int = NUM_THREADS_DEFAULT,
+        server_info_file: str = REDUCE_SERVER_INFO_FILE_PATH,
+        shutdown_callback: Callable[..., Any] | None = None,
+    ) -> None:
+        self.reducer_handler = reducer_instance
+        self._per_key(
+            reducer_instance, init_args, init_kwargs,
+            sock_path, max_message_size, max_threads, server_info_file, shutdown_callback,
+        )  # fmt: skip
