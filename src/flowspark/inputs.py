@@ -8,6 +8,7 @@ from flowspark.api.inputs import (
     Input,
     PartitionedInput,
     SeekableInput,
+    SourceWatermark,
     Split,
     StatefulSource,
     StatelessSource,
@@ -23,4 +24,5 @@ __all__ = [
     "SeekableInput",
     "Split",
     "batch",
+    "SourceWatermark",
 ]

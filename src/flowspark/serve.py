@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from flowspark.api.udf import sink as _sink
 from flowspark.api.udf.servers import (
     MAX_MESSAGE_SIZE,
     NUM_THREADS_DEFAULT,
@@ -37,6 +38,8 @@ from flowspark.api.udf.servers import (
     handler_factory,
     start_or_capture,
 )
+from flowspark.api.udf.sink import Datum as SinkDatum
+from flowspark.api.udf.sink import run_sink_handler
 from flowspark.api.udf.times import as_utc, utc_from_ms
 from flowspark.api.udf.types import Datum
 
@@ -50,6 +53,8 @@ __all__ = [
     "MapServer",
     "MapAsyncServer",
     "ReduceAsyncServer",
+    "SinkServer",
+    "SinkAsyncServer",
 ]
 
 MAP_SOCK_PATH = "/var/run/numaflow/map.sock"
@@ -280,3 +285,82 @@ class ReduceAsyncServer(_Serving):
             reducer_instance, init_args, init_kwargs,
             sock_path, max_message_size, max_threads, server_info_file, shutdown_callback,
         )  # fmt: skip
+
+
+# -- pynumaflow's sinker servers -----------------------------------------------------
+
+
+def _status(response: Any) -> str:
+    if response.success:
+        return "success"
+    if response.fallback:
+        return "fallback"
+    if response.on_success:
+        return "on_success"
+    return "failure"
+
+
+def response_json(response: Any) -> str:
+    """One sink response as a JSON line."""
+    message = getattr(response, "on_success_msg", None)
+    return json.dumps(
+        {
+            "id": response.id,
+            "status": _status(response),
+            "err": response.err,
+            "on_success": None
+            if message is None
+            else {
+                "keys": message.keys,
+                "value": message.value.decode("utf-8", "backslashreplace"),
+            },
+        }
+    )
+
+
+def serve_sink(server: Any, lines: Iterable[str] | None = None) -> None:
+    """Run ``server``'s handler once over the datums of ``lines`` (stdin by default);
+    print each response as a JSON line."""
+    source = sys.stdin if lines is None else lines
+    datums = []
+    for number, line in enumerate(source, 1):
+        if not line.strip():
+            continue
+        d = parse_datum_line(line, number)
+        datums.append(SinkDatum(d.keys, d.id, d.value, d.event_time, d.watermark, d.headers))
+    for response in run_sink_handler(server.handler, datums):
+        print(response_json(response))
+    sys.stdout.flush()
+
+
+class _SinkServing:
+    """``start()``: run the sink handler locally over stdin (instead of serving gRPC).
+
+    It reads datums (JSON or plain lines, as for the other servers), calls the
+    handler once with all of them and prints each response as a JSON line
+    ``{"id", "status": "success" | "failure" | "fallback" | "on_success", "err",
+    "on_success": {"keys", "value"} | null}``.
+
+    >>> from flowspark.sinker import Response, Responses
+    >>> def handler(datums):
+    ...     return Responses(*(Response.as_success(d.id) for d in datums))
+    >>> SinkServer(handler).start_lines(["hello", '{"id": "x", "value": "v"}'])
+    {"id": "1", "status": "success", "err": null, "on_success": null}
+    {"id": "x", "status": "success", "err": null, "on_success": null}
+    """
+
+    def start(self) -> None:
+        """Run the handler over datums from stdin (see the module doc)."""
+        start_or_capture(self, lambda: serve_sink(self))
+
+    def start_lines(self, lines: Iterable[str]) -> None:
+        """Like :meth:`start`, over ``lines`` instead of stdin."""
+        serve_sink(self, lines)
+
+
+class SinkServer(_SinkServing, _sink.SinkServer):
+    """pynumaflow's ``sinker.SinkServer``: a Sinker instance or a function."""
+
+
+class SinkAsyncServer(_SinkServing, _sink.SinkAsyncServer):
+    """pynumaflow's ``sinker.SinkAsyncServer``: a Sinker instance or an async function."""

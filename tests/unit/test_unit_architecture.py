@@ -34,6 +34,7 @@ FACES = [
     "reducer",
     "reducestreamer",
     "accumulator",
+    "sinker",
 ]
 
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 __all__ = [
@@ -29,11 +30,38 @@ __all__ = [
     "SeekableInput",
     "Split",
     "batch",
+    "SourceWatermark",
 ]
+
+
+@dataclass(frozen=True)
+class SourceWatermark:
+    """Numaflow's source watermark for a bytewax-family input whose items are datums
+    (they have an ``event_time``).
+
+    Each part's watermark is the least event time of each batch it reads, minus
+    ``max_delay``, and never goes back; the flow's watermark is the least over
+    every part of every input. A part that has read nothing for ``idle_threshold``
+    is idle: every ``idle_step`` its watermark moves ``idle_increment`` forward
+    (never past now); one that never had data takes now after
+    ``init_source_delay``. When every input of a flow has one, the flow runs on
+    that watermark: keyed Numaflow steps close windows and time out keys when
+    it passes, for all keys at once, as a Numaflow vertex does.
+    """
+
+    max_delay: timedelta = timedelta(0)
+    idle_threshold: timedelta | None = None
+    idle_step: timedelta = timedelta(milliseconds=100)
+    idle_increment: timedelta | None = None
+    init_source_delay: timedelta | None = None
 
 
 class Input(ABC):  # noqa: B024 - a marker base, as in bytewax
     """Base class of all inputs. Subclass one of the families below, not this."""
+
+    # Set on a PartitionedInput/DynamicInput of datums to give the flow Numaflow's
+    # event-time watermark (see SourceWatermark).
+    watermark: SourceWatermark | None = None
 
 
 class StatefulSource(ABC):

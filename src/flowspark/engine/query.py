@@ -333,6 +333,7 @@ def _stream_frame(
         tick_ms=_tick_ms(config) if stateful and not config.bounded else None,
         trigger_ms=int(trigger.total_seconds() * 1000) if trigger else 0,
         max_batch_items=config.max_batch_items,
+        event_time=compiled.event_time,
     )
     path = scratch / "inputs.spec"
     path.write_bytes(cloudpickle.dumps(spec))

@@ -46,14 +46,22 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import cloudpickle
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
-from flowspark.api.inputs import DynamicInput, Input, PartitionedInput, SeekableInput, Split
+from flowspark.api.inputs import (
+    DynamicInput,
+    Input,
+    PartitionedInput,
+    SeekableInput,
+    SourceWatermark,
+    Split,
+)
+from flowspark.api.udf.times import to_ms
 from flowspark.runtime.codec import (
     MARKER_PORT,
     ROW_SCHEMA,
@@ -107,6 +115,9 @@ class SourceSpec:
     tick_ms: int | None = None  # stateful runs: a clock tick at least this often
     trigger_ms: int = 0  # the least time between two micro-batches' starts
     max_batch_items: int | None = None  # the most items one micro-batch reads per input
+    # Every input has a Numaflow source watermark: rows carry the flow's watermark
+    # (the least over every input part) as their time instead of the wall clock.
+    event_time: bool = False
 
 
 def _now() -> float:
@@ -250,6 +261,77 @@ def whole_input_splits(
     return offsets.splits({}, first)
 
 
+# A part's watermark before it has read anything: Numaflow's -1 ms.
+MIN_WATERMARK = -1
+# The time of rows while the flow has no watermark yet (see partitions()).
+NO_WATERMARK_MS = WHOLE_INPUT_MS + 1
+
+
+class _PartMarks:
+    """Numaflow's source watermark of each part of one input (see
+    :class:`~flowspark.api.inputs.SourceWatermark`); times in ms on the input
+    path's wall clock."""
+
+    def __init__(self, policy: SourceWatermark) -> None:
+        self.policy = policy
+        self.delay_ms = _td_ms(policy.max_delay)
+        self.wm: dict[str, int] = {}
+        self.started: dict[str, int] = {}
+        self.last_data: dict[str, int] = {}
+        self.last_step: dict[str, int] = {}
+
+    def open(self, part: str, wm: int) -> None:
+        now = _ms(_now())
+        self.wm[part] = wm
+        self.started[part] = self.last_data[part] = self.last_step[part] = now
+
+    def read(self, part: str, items: list[Any], step_id: str) -> None:
+        """A batch read: the part's watermark is its least event time - max delay."""
+        try:
+            least = min(to_ms(item.event_time) for item in items)
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise TypeError(
+                f"input {step_id!r} has a source watermark, so its items must be datums "
+                f"with an event_time; got {type(items[0]).__name__}: {exc}"
+            ) from None
+        self.wm[part] = max(self.wm[part], least - self.delay_ms)
+        self.last_data[part] = _ms(_now())
+
+    def idle_step(self, part: str) -> bool:
+        """Move an idle part's watermark (Numaflow's idleSource rule); whether it moved."""
+        policy = self.policy
+        if policy.idle_threshold is None:
+            return False
+        now = _ms(_now())
+        if now - self.last_data[part] < _td_ms(policy.idle_threshold):
+            return False
+        if now - self.last_step[part] < _td_ms(policy.idle_step):
+            return False
+        self.last_step[part] = now
+        before = self.wm[part]
+        if before == MIN_WATERMARK:
+            delay = policy.init_source_delay
+            if delay is not None and now - self.started[part] >= _td_ms(delay):
+                self.wm[part] = now
+        elif policy.idle_increment is not None:
+            self.wm[part] = max(before, min(before + _td_ms(policy.idle_increment), now))
+        return self.wm[part] != before
+
+    def next_idle_step(self) -> float:
+        """The wall time (s) of the next possible idle step of any part."""
+        policy = self.policy
+        assert policy.idle_threshold is not None
+        due = [
+            max(self.last_data[p] + _td_ms(policy.idle_threshold), t + _td_ms(policy.idle_step))
+            for p, t in self.last_step.items()
+        ]
+        return min(due) / 1000 if due else _now()
+
+
+def _td_ms(value: timedelta) -> int:
+    return value // timedelta(milliseconds=1)
+
+
 class _DriverReadOffsets:
     """Offsets of a bytewax input read in the planning process.
 
@@ -276,6 +358,9 @@ class _DriverReadOffsets:
         self.poller: threading.Thread | None = None
         self.failure: BaseException | None = None
         self.read_ahead = 0  # items read since the last offsets were handed out
+        # Numaflow's source watermark (see api/inputs.SourceWatermark), per part.
+        policy = spec.input.watermark
+        self.marks = _PartMarks(policy) if policy is not None else None
 
     def _call(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
         return _calling(self.spec.step_id, what, fn, *args)
@@ -302,6 +387,8 @@ class _DriverReadOffsets:
         for part in self._parts():
             pos = begun.get(part, {"n": 0, "state": None})
             self.states[part] = pos
+            if self.marks is not None:
+                self.marks.open(part, pos.get("wm", MIN_WATERMARK))
             if part not in self.eof:
                 state = _unb64(pos["state"]) if pos["state"] else None
                 self.sources[part] = self._build(part, state)
@@ -310,7 +397,10 @@ class _DriverReadOffsets:
         source = self.sources[part]
         snapshot = getattr(source, "snapshot", None)
         state = self._call(f"part {part!r}: snapshot()", snapshot) if snapshot else None
-        return {"n": n, "state": _b64(state) if state is not None else None}
+        pos = {"n": n, "state": _b64(state) if state is not None else None}
+        if self.marks is not None:
+            pos["wm"] = self.marks.wm[part]
+        return pos
 
     def _end_part(self, part: str) -> None:
         self.eof.add(part)
@@ -340,6 +430,8 @@ class _DriverReadOffsets:
                 if not self.until_end:
                     self.drained.add(part)
                 break
+            if self.marks is not None:
+                self.marks.read(part, items, self.spec.step_id)
             n = self.states[part]["n"] + 1
             self.states[part] = self._snapshot(part, n)
             self.buffer.setdefault(part, []).append((n, items))
@@ -361,6 +453,10 @@ class _DriverReadOffsets:
             for part in self._live():
                 got = self._pull(part, budget_items, deadline)
                 budget_items = max(1, budget_items - got)
+            if self.marks is not None:
+                for part in self._live():
+                    if self.marks.idle_step(part):
+                        self.states[part] = {**self.states[part], "wm": self.marks.wm[part]}
             self.read_ahead = 0
             if self.until_end and not self.per_batch_epochs and self.poller is None:
                 self.poller = threading.Thread(target=self._poll, daemon=True)
@@ -394,7 +490,17 @@ class _DriverReadOffsets:
         """The earliest wall time a live part may have items (``None``: none live)."""
         with self.lock:
             wakes = [self.wake.get(p, 0.0) for p in self._live()]
+        if wakes and self.marks is not None and self.marks.policy.idle_threshold is not None:
+            wakes.append(self.marks.next_idle_step())
         return min(wakes) if wakes else None
+
+    def watermark(self, data: dict) -> int | None:
+        """The least watermark of the parts that have not ended (``None``: all ended)."""
+        eof = set(data.get("eof", []))
+        live = [
+            pos.get("wm", MIN_WATERMARK) for p, pos in data.get("parts", {}).items() if p not in eof
+        ]
+        return min(live) if live else None
 
     def splits(self, start: dict, end: dict) -> list[Split]:
         begun = start.get("parts", {})
@@ -457,6 +563,7 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self.tick_ms = spec.tick_ms
         self.trigger_ms = spec.trigger_ms
         self.max_batch_items = spec.max_batch_items
+        self.event_time = spec.event_time
         self._offsets: dict[str, Any] | None = None
 
     # -- planning process (driver side) ----------------------------------------
@@ -531,6 +638,13 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         data, ended = self._wait_for_data(begun, started)
         now = _ms(_now())
         t = max(now, start["t"])
+        offsets = self._next_offsets(start, begun, data, ended, t)
+        if self.event_time and offsets is not start and offsets["t"] != EOF_MS:
+            offsets["wm"] = self._flow_watermark(data, start)
+        return offsets
+
+    def _next_offsets(self, start: dict, begun: dict, data: dict, ended: bool, t: int) -> dict:
+        """The end offsets of the next batch (``start`` itself: the query ends)."""
         if data != begun:
             if self.stateful and ended:
                 if start["t"] == 0:
@@ -552,8 +666,21 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         # query alive (and lets keyed steps' system-time timers fire).
         return {"inputs": data, "t": t}
 
+    def _flow_watermark(self, data: dict, start: dict) -> int:
+        """The flow's event-time watermark after ``data``: the least over every part of
+        every input that has not ended; it never goes back."""
+        marks = [m.watermark(data[e]) for e, m in self._managers().items() if e in data]
+        live = [w for w in marks if w is not None]
+        before = start.get("wm", MIN_WATERMARK)
+        return max(min(live), before) if live else before
+
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         ts = WHOLE_INPUT_MS if end.get("whole") else end["t"]
+        if "wm" in end and not end.get("whole"):
+            # The flow's watermark; never at or below Spark's first watermark (0), or
+            # Spark drops the rows as late, and never WHOLE_INPUT_MS (it means the
+            # whole input): NO_WATERMARK_MS stands for "none yet".
+            ts = max(end["wm"], NO_WATERMARK_MS)
         begun = start.get("inputs", {})
         parts = []
         for entry, manager in self._managers().items():

@@ -66,6 +66,9 @@ class CompiledFlow:
     inputs: list[CompiledInput]
     levels: list[CompiledLevel]
     key_partitions: int
+    # Every input has a Numaflow source watermark (api/inputs.SourceWatermark): the
+    # flow runs on it, and keyed Numaflow steps use it as their vertex watermark.
+    event_time: bool = False
 
     @property
     def stateful(self) -> bool:
@@ -77,6 +80,9 @@ def compile_flow(plan: Plan, key_partitions: int) -> CompiledFlow:
     """Build and pickle every level's program and keyed logics of ``plan``."""
     from flowspark.runtime.logics import logic_for
 
+    event_time = bool(plan.inputs) and all(
+        _has_source_watermark(plan.step(i).args["input"]) for i in plan.inputs
+    )
     inputs = [
         CompiledInput(
             entry=i,
@@ -92,7 +98,7 @@ def compile_flow(plan: Plan, key_partitions: int) -> CompiledFlow:
         program = cloudpickle.dumps(StageProgram.for_level(plan, level, entries, key_partitions))
         keyed = [i for i in entries if plan.step(i).operator.family == "keyed"]
         if keyed:
-            logics = {i: logic_for(plan.step(i)) for i in keyed}
+            logics = {i: logic_for(plan.step(i), vertex_clock=event_time) for i in keyed}
             uses_wal = any(logic.uses_wal for logic in logics.values())
             compiled = CompiledLevel(
                 level, frozenset(entries), program, cloudpickle.dumps(logics), uses_wal
@@ -100,4 +106,10 @@ def compile_flow(plan: Plan, key_partitions: int) -> CompiledFlow:
         else:
             compiled = CompiledLevel(level, frozenset(entries), program)
         levels.append(compiled)
-    return CompiledFlow(plan, inputs, levels, key_partitions)
+    return CompiledFlow(plan, inputs, levels, key_partitions, event_time)
+
+
+def _has_source_watermark(inp: Any) -> bool:
+    from flowspark.api.inputs import DynamicInput, PartitionedInput
+
+    return isinstance(inp, (PartitionedInput, DynamicInput)) and inp.watermark is not None

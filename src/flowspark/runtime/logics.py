@@ -56,14 +56,19 @@ def _force_rebuild() -> bool:
     return os.environ.get(REBUILD_ENV, "") not in ("", "0")
 
 
-def _accumulate(step: Any) -> KeyedLogic:
+def _accumulate(step: Any, vertex_clock: bool) -> KeyedLogic:
     args = step.args
     return AccumulateLogic(
-        step.step_id, args["factory"], args["timeout"], args["watermark_delay"], _force_rebuild()
+        step.step_id,
+        args["factory"],
+        args["timeout"],
+        args["watermark_delay"],
+        _force_rebuild(),
+        vertex_clock=vertex_clock,
     )
 
 
-def _reduce_stream(step: Any) -> KeyedLogic:
+def _reduce_stream(step: Any, vertex_clock: bool) -> KeyedLogic:
     args = step.args
     return ReduceStreamLogic(
         step.step_id,
@@ -72,6 +77,7 @@ def _reduce_stream(step: Any) -> KeyedLogic:
         args["allowed_lateness"],
         args["watermark_delay"],
         _force_rebuild(),
+        vertex_clock=vertex_clock,
     )
 
 
@@ -83,15 +89,26 @@ BUILDERS: dict[str, Callable[[Any], KeyedLogic]] = {
     "reduce_window": _window,
     "fold_window": _window,
     "collect_window": _window,
+    "accumulate": lambda step: _accumulate(step, False),
+    "reduce_stream": lambda step: _reduce_stream(step, False),
+}
+# Kinds whose logic takes the flow's clock choice.
+_CLOCKED: dict[str, Callable[[Any, bool], KeyedLogic]] = {
     "accumulate": _accumulate,
     "reduce_stream": _reduce_stream,
 }
 
 
-def logic_for(step: Any) -> KeyedLogic:
-    """Build the logic of a keyed step (a :class:`~flowspark.api.steps.Step`)."""
+def logic_for(step: Any, vertex_clock: bool = False) -> KeyedLogic:
+    """Build the logic of a keyed step (a :class:`~flowspark.api.steps.Step`).
+
+    ``vertex_clock``: the flow runs on Numaflow's source watermark (its rows'
+    time), which Numaflow's keyed kinds then use for every key at once.
+    """
     kind = step.kind
     build = BUILDERS.get(kind)
     if build is None:
         raise ValueError(f"step {step.step_id!r}: unknown keyed operator kind {kind!r}")
+    if kind in _CLOCKED:
+        return _CLOCKED[kind](step, vertex_clock)
     return build(step)

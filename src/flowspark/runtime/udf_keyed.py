@@ -161,6 +161,36 @@ class KeyClock:
         return state[1] + self.idle_ms
 
 
+# Rows' time while a flow on the vertex clock has no watermark yet (engine/source.py).
+_NO_WATERMARK_MS = 2
+
+
+class VertexClock(KeyClock):
+    """The vertex's clock, one for all keys: a flow on Numaflow's source watermark
+    (see :class:`~flowspark.api.inputs.SourceWatermark`) hands every key that
+    watermark as ``now``. Keys never idle on their own; the watermark moves for
+    all of them (idle sources move it per their ``idleSource`` rule).
+    State: ``(None, watermark when the key last had datums, same)``.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(0, 0)
+
+    def advance(self, state: Any, latest: dict[int, int], now: int) -> Any:
+        return (None, now, now)
+
+    def watermark(self, state: Any, now: int) -> int:
+        # Rows carry a small positive time while there is no watermark yet (Spark
+        # drops rows at or below its first watermark, 0): Numaflow's -1.
+        return MAX_MS if now >= EOF_MS else (now if now > _NO_WATERMARK_MS else MIN_MS)
+
+    def idle(self, state: Any, now: int) -> bool:
+        return now >= EOF_MS
+
+    def idle_at(self, state: Any) -> int:
+        return EOF_MS
+
+
 class _UdfLogic(KeyedLogic):
     """What both keyed UDF kinds share: the clock, the registry and the rebuild."""
 
@@ -174,10 +204,14 @@ class _UdfLogic(KeyedLogic):
         watermark_delay: timedelta,
         idle: timedelta,
         force_rebuild: bool = False,
+        vertex_clock: bool = False,
     ) -> None:
         self.step_id = step_id
         self.factory = factory
-        self.clock = KeyClock(watermark_delay // _MS, idle // _MS)
+        self.vertex_clock = vertex_clock
+        self.clock: KeyClock = (
+            VertexClock() if vertex_clock else KeyClock(watermark_delay // _MS, idle // _MS)
+        )
         self.force_rebuild = force_rebuild
         self.run_id = uuid.uuid4().hex  # one per run: a new run never finds old handlers
 
@@ -308,8 +342,10 @@ class AccumulateLogic(_UdfLogic):
         timeout: timedelta,
         watermark_delay: timedelta,
         force_rebuild: bool = False,
+        *,
+        vertex_clock: bool = False,
     ) -> None:
-        super().__init__(step_id, factory, watermark_delay, timeout, force_rebuild)
+        super().__init__(step_id, factory, watermark_delay, timeout, force_rebuild, vertex_clock)
         self.timeout_ms = timeout // _MS
         self.windower = GlobalWindower(self.timeout_ms)
 
@@ -377,7 +413,11 @@ class AccumulateLogic(_UdfLogic):
     def _outcome(
         self, clock_state: Any, handle: Any, latest: Any, streams: int, emitted: list
     ) -> Outcome:
-        wake = self.clock.idle_at(clock_state) if handle is not None else None
+        wake = None
+        if handle is not None:
+            wake = self.clock.idle_at(clock_state)
+            if self.vertex_clock:  # the watermark passes the key's window close
+                wake = self.windower.close_at((MIN_MS, latest)) + 1
         return Outcome((clock_state, handle, latest, streams), emitted, wake=wake)
 
     def _messages(
@@ -447,9 +487,11 @@ class ReduceStreamLogic(_UdfLogic):
         allowed_lateness: timedelta,
         watermark_delay: timedelta,
         force_rebuild: bool = False,
+        *,
+        vertex_clock: bool = False,
     ) -> None:
         idle = timedelta(milliseconds=windower.length) + allowed_lateness
-        super().__init__(step_id, factory, watermark_delay, idle, force_rebuild)
+        super().__init__(step_id, factory, watermark_delay, idle, force_rebuild, vertex_clock)
         self.windower = windower
         self.lateness_ms = allowed_lateness // _MS
 
@@ -534,7 +576,12 @@ class ReduceStreamLogic(_UdfLogic):
     def _outcome(
         self, clock_state: Any, handles: dict, floor: int, emitted: list, late: list
     ) -> Outcome:
-        wake = self.clock.idle_at(clock_state) if handles else None
+        wake = None
+        if handles:
+            wake = self.clock.idle_at(clock_state)
+            if self.vertex_clock:  # the watermark passes the first window's close
+                close_at = self.windower.close_at
+                wake = min(close_at(w) for w in handles) + self.lateness_ms + 1
         state = (clock_state, handles, floor) if handles or clock_state is not None else None
         return Outcome(state, emitted, late, wake)
 

@@ -1,0 +1,436 @@
+"""pynumaflow 0.14's ``pynumaflow.sinker`` data types, handler ABC and server settings.
+
+Names, constructor signatures and properties follow pynumaflow 0.14. The server
+classes here only record the handler and pynumaflow's settings; their ``start()``
+lives above the engine, in :mod:`flowspark.sinker`. :func:`run_sink_handler` calls
+a handler (a :class:`Sinker` instance, a function, or an ``async`` one of either)
+with one batch of datums and returns its responses.
+
+User/system metadata are stored as given (flowspark does not fill them).
+
+>>> from datetime import datetime, timezone
+>>> now = datetime.fromtimestamp(1662998400, timezone.utc)
+>>> def handler(datums):
+...     return Responses(*(Response.as_success(d.id) for d in datums))
+>>> server = SinkServer(handler)
+>>> server.udf_kind, server.handler is handler
+('sink', True)
+>>> [r.success for r in run_sink_handler(handler, [Datum(["k"], "id-1", b"v", now, now)])]
+[True]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import os
+import threading
+import warnings
+from abc import ABCMeta, abstractmethod
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, ClassVar, TypeVar
+
+from flowspark.api.udf.servers import (
+    MAX_MESSAGE_SIZE,
+    NUM_THREADS_DEFAULT,
+    NumaflowServer,
+    derives_from,
+)
+from flowspark.api.udf.types import Datum as _BaseDatum
+from flowspark.api.udf.types import _validate_message_fields
+
+__all__ = [
+    "Datum",
+    "Message",
+    "Response",
+    "Responses",
+    "Sinker",
+    "SinkServer",
+    "SinkAsyncServer",
+    "sink_handler",
+    "run_sink_handler",
+    "SINK_SOCK_PATH",
+    "SINK_SERVER_INFO_FILE_PATH",
+]
+
+SINK_SOCK_PATH = "/var/run/numaflow/sink.sock"
+FALLBACK_SINK_SOCK_PATH = "/var/run/numaflow/fb-sink.sock"
+ON_SUCCESS_SINK_SOCK_PATH = "/var/run/numaflow/ons-sink.sock"
+SINK_SERVER_INFO_FILE_PATH = "/var/run/numaflow/sinker-server-info"
+FALLBACK_SINK_SERVER_INFO_FILE_PATH = "/var/run/numaflow/fb-sinker-server-info"
+ON_SUCCESS_SINK_SERVER_INFO_FILE_PATH = "/var/run/numaflow/ons-sinker-server-info"
+ENV_UD_CONTAINER_TYPE = "NUMAFLOW_UD_CONTAINER_TYPE"
+UD_CONTAINER_FALLBACK_SINK = "fb-udsink"
+UD_CONTAINER_ON_SUCCESS_SINK = "ons-udsink"
+
+R = TypeVar("R")
+
+
+# ------------------------------------------------------------------------------- datum
+
+
+class Datum(_BaseDatum):
+    """pynumaflow's ``sinker.Datum``: one message to write, with its id (``.id``).
+
+    Times are stored as UTCDateTime (naive ones taken as UTC); a non-datetime
+    raises pynumaflow's ``TypeError("Wrong data type: ... for Datum.event_time")``.
+    """
+
+    __slots__ = ("_user_metadata", "_system_metadata")
+
+    def __init__(
+        self,
+        keys: list[str],
+        sink_msg_id: str,
+        value: bytes,
+        event_time: datetime,
+        watermark: datetime,
+        headers: dict[str, str] | None = None,
+        user_metadata: Any = None,
+        system_metadata: Any = None,
+    ) -> None:
+        super().__init__(keys, value, event_time, watermark, headers, id=sink_msg_id or "")
+        self._user_metadata = user_metadata
+        self._system_metadata = system_metadata
+
+    @property
+    def user_metadata(self) -> Any:
+        """The user metadata given at construction (``None`` when none)."""
+        return self._user_metadata
+
+    @property
+    def system_metadata(self) -> Any:
+        """The system metadata given at construction (``None`` when none)."""
+        return self._system_metadata
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return (
+            type(self),
+            (
+                self._keys,
+                self._id,
+                self._value,
+                self._event_time,
+                self._watermark,
+                self._headers,
+                self._user_metadata,
+                self._system_metadata,
+            ),
+        )
+
+    def __str__(self) -> str:
+        return (
+            f"keys: {self._keys}, id: {self._id}, "
+            f"value: {self._value.decode('utf-8', 'backslashreplace')}, "
+            f"event_time: {self._event_time}, watermark: {self._watermark}, "
+            f"headers: {self._headers}"
+        )
+
+    __repr__ = __str__
+
+
+# --------------------------------------------------------------------------- responses
+
+
+class Message:
+    """pynumaflow's on-success ``sinker.Message(value, keys=None, user_metadata=None)``."""
+
+    __slots__ = ("_value", "_keys", "_user_metadata")
+
+    def __init__(
+        self, value: bytes, keys: list[str] | None = None, user_metadata: Any = None
+    ) -> None:
+        _validate_message_fields(value, keys, None)
+        self._value = value
+        self._keys = keys
+        self._user_metadata = user_metadata
+
+    def with_keys(self, keys: list[str] | None) -> Message:
+        """Set the keys; returns the message."""
+        self._keys = keys
+        return self
+
+    def with_user_metadata(self, user_metadata: Any) -> Message:
+        """Set the user metadata; returns the message."""
+        self._user_metadata = user_metadata
+        return self
+
+    @property
+    def keys(self) -> list[str] | None:
+        """The keys (``None`` when not given)."""
+        return self._keys
+
+    @property
+    def value(self) -> bytes:
+        """The payload."""
+        return self._value
+
+    @property
+    def user_metadata(self) -> Any:
+        """The user metadata (``None`` when not given)."""
+        return self._user_metadata
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        mine = (self._value, self._keys, self._user_metadata)
+        return mine == (other._value, other._keys, other._user_metadata)  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Message(value={self._value!r}, keys={self._keys!r})"
+
+
+@dataclass(slots=True)
+class Response:
+    """pynumaflow's ``sinker.Response``: what became of the datum with ``id``.
+
+    Build one with :meth:`as_success`, :meth:`as_failure`, :meth:`as_fallback` or
+    :meth:`as_on_success`.
+    """
+
+    id: str
+    success: bool
+    err: str | None
+    fallback: bool
+    on_success: bool
+    on_success_msg: Message | None
+
+    @classmethod
+    def as_success(cls, id_: str) -> Response:
+        """The datum was written."""
+        return cls(id_, True, None, False, False, None)
+
+    @classmethod
+    def as_failure(cls, id_: str, err_msg: str) -> Response:
+        """The datum could not be written (retried per the sink's ``retryStrategy``)."""
+        return cls(id_, False, err_msg, False, False, None)
+
+    @classmethod
+    def as_fallback(cls, id_: str) -> Response:
+        """Write the datum to the fallback sink."""
+        return cls(id_, False, None, True, False, None)
+
+    @classmethod
+    def as_on_success(cls, id_: str, on_success: Message | None = None) -> Response:
+        """Written; send ``on_success`` (or the datum itself when ``None``) to the
+        onSuccess sink."""
+        return cls(id_, False, None, False, True, on_success)
+
+
+class Responses(Sequence[R]):
+    """pynumaflow's ``Responses(*responses)``: an appendable sequence that refuses slicing."""
+
+    __slots__ = ("_responses",)
+
+    def __init__(self, *responses: R) -> None:
+        self._responses: list[R] = list(responses)
+
+    def __str__(self) -> str:
+        return str(self._responses)
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def __len__(self) -> int:
+        return len(self._responses)
+
+    def __iter__(self) -> Iterator[R]:
+        return iter(self._responses)
+
+    def __getitem__(self, index: int) -> R:  # type: ignore[override]
+        if isinstance(index, slice):
+            raise TypeError("Slicing is not supported for Responses")
+        return self._responses[index]
+
+    def append(self, response: R) -> None:
+        """Add ``response`` at the end."""
+        self._responses.append(response)
+
+    def items(self) -> list[R]:
+        """The underlying list (deprecated in pynumaflow: iterate or index instead)."""
+        warnings.warn(
+            "Using items is deprecated and will be removed in v0.5. "
+            "Iterate or index the Responses object instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self._responses
+
+
+# ----------------------------------------------------------------------------- handler
+
+
+class Sinker(metaclass=ABCMeta):
+    """A user-defined sink: ``handler(datums)`` returns one response per datum.
+
+    ``handler`` may be ``async`` (then ``datums`` is an async iterable), as with
+    pynumaflow's ``SinkAsyncServer``. Calling an instance calls ``handler``.
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.handler(*args, **kwargs)
+
+    @abstractmethod
+    def handler(self, datums: Iterator[Datum]) -> Responses[Response]:
+        """Write ``datums``; return a :class:`Response` for each datum's id."""
+        raise NotImplementedError
+
+
+def sink_handler(handler: Any) -> Callable[..., Any]:
+    """The callable to run for a sink UDF given as a server of this module, a
+    :class:`Sinker` (flowspark's or pynumaflow's) instance, or a function.
+
+    A Sinker class (not an instance) or a non-callable raises ``TypeError``.
+    """
+    if isinstance(handler, _SinkServerBase):
+        handler = handler.handler
+    if isinstance(handler, type):
+        if derives_from(handler, Sinker):
+            raise TypeError(
+                f"Invalid handler {handler}: pass an instance of the Sinker subclass, not the class"
+            )
+    elif derives_from(type(handler), Sinker):
+        return handler.handler  # type: ignore[no-any-return]
+    if not callable(handler):
+        raise TypeError(f"Invalid handler {handler!r}: expected a function or a Sinker instance")
+    return handler  # type: ignore[no-any-return]
+
+
+def _is_async(fn: Any) -> bool:
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)  # noqa: B004 - a callable object's own method
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+async def _aiter(datums: list[Any]) -> AsyncIterator[Any]:
+    for datum in datums:
+        yield datum
+
+
+def _run(awaitable_factory: Callable[[], Awaitable[Any]]) -> Any:
+    """Run a coroutine to completion, in a fresh thread when this one runs a loop."""
+
+    async def main() -> Any:
+        return await awaitable_factory()
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(main())
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = asyncio.run(main())
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="flowspark-udsink")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+def run_sink_handler(handler: Any, datums: Iterable[Datum]) -> list[Any]:
+    """Call a sink handler with one batch of datums; return its responses as a list.
+
+    A synchronous handler gets an iterator of the datums, an ``async`` one an async
+    iterable (and is run to completion on an event loop), as pynumaflow's
+    ``SinkServer`` / ``SinkAsyncServer`` do.
+    """
+    fn = sink_handler(handler)
+    batch = list(datums)
+    if _is_async(fn):
+        result = _run(lambda: fn(_aiter(batch)))
+    else:
+        result = fn(iter(batch))
+        if inspect.isawaitable(result):  # an async callable not detected up front
+            if inspect.iscoroutine(result):
+                result.close()
+            result = _run(lambda: fn(_aiter(batch)))
+    if result is None:
+        raise TypeError(f"sink handler {fn!r} returned None; expected Responses")
+    return list(result)
+
+
+# ----------------------------------------------------------------------------- servers
+
+
+class _SinkServerBase(NumaflowServer):
+    """What both sink servers share: the handler (``.handler``) and pynumaflow's settings.
+
+    With ``NUMAFLOW_UD_CONTAINER_TYPE`` set to ``fb-udsink`` / ``ons-udsink`` the
+    socket and server-info paths switch to the fallback / onSuccess ones, as in
+    pynumaflow. ``start()`` is defined by :mod:`flowspark.sinker`.
+    """
+
+    kind: ClassVar[str] = "sink"
+    udf_kind: ClassVar[str] = "sink"
+
+    def _setup(
+        self,
+        sinker_instance: Any,
+        sock_path: str,
+        max_message_size: int,
+        max_threads: int,
+        server_info_file: str,
+    ) -> None:
+        sink_handler(sinker_instance)  # validate
+        self.handler = sinker_instance
+        self.sinker_instance = sinker_instance
+        self.make_handler = functools.partial(sink_handler, sinker_instance)
+        container = os.getenv(ENV_UD_CONTAINER_TYPE, "")
+        if container == UD_CONTAINER_FALLBACK_SINK:
+            sock_path, server_info_file = (
+                FALLBACK_SINK_SOCK_PATH,
+                FALLBACK_SINK_SERVER_INFO_FILE_PATH,
+            )
+        elif container == UD_CONTAINER_ON_SUCCESS_SINK:
+            sock_path, server_info_file = (
+                ON_SUCCESS_SINK_SOCK_PATH,
+                ON_SUCCESS_SINK_SERVER_INFO_FILE_PATH,
+            )
+        self._set_options(sock_path, max_message_size, max_threads, server_info_file)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(handler={self.handler!r})"
+
+
+class SinkServer(_SinkServerBase):
+    """pynumaflow's ``sinker.SinkServer``: a Sinker instance or a function
+    ``handler(datums: Iterator[Datum]) -> Responses``."""
+
+    def __init__(
+        self,
+        sinker_instance: Any,
+        sock_path: str = SINK_SOCK_PATH,
+        max_message_size: int = MAX_MESSAGE_SIZE,
+        max_threads: int = NUM_THREADS_DEFAULT,
+        server_info_file: str = SINK_SERVER_INFO_FILE_PATH,
+    ) -> None:
+        self._setup(sinker_instance, sock_path, max_message_size, max_threads, server_info_file)
+
+
+class SinkAsyncServer(_SinkServerBase):
+    """pynumaflow's ``sinker.SinkAsyncServer``: a Sinker instance with an ``async``
+    handler or an async function ``handler(datums: AsyncIterable[Datum]) -> Responses``."""
+
+    def __init__(
+        self,
+        sinker_instance: Any,
+        sock_path: str = SINK_SOCK_PATH,
+        max_message_size: int = MAX_MESSAGE_SIZE,
+        max_threads: int = NUM_THREADS_DEFAULT,
+        server_info_file: str = SINK_SERVER_INFO_FILE_PATH,
+        shutdown_callback: Callable[..., Any] | None = None,
+    ) -> None:
+        self._setup(sinker_instance, sock_path, max_message_size, max_threads, server_info_file)
+        self.shutdown_callback = shutdown_callback

@@ -1,0 +1,86 @@
+"""Numaflow's source watermark per input part (engine/source._PartMarks), on a fake clock."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from flowspark.api.inputs import SourceWatermark
+from flowspark.api.udf.types import Datum
+from flowspark.engine import source
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+T0_MS = int(T0.timestamp() * 1000)
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    now = [T0.timestamp() + 1000.0]
+    monkeypatch.setattr(source, "_now", lambda: now[0])
+    return now
+
+
+def _at(seconds: float) -> Datum:
+    at = T0 + timedelta(seconds=seconds)
+    return Datum(["k"], b"v", at, at, {}, id=str(seconds))
+
+
+def test_a_part_watermark_is_the_least_event_time_of_each_batch_minus_max_delay(clock):
+    marks = source._PartMarks(SourceWatermark(max_delay=timedelta(seconds=2)))
+    marks.open("p", source.MIN_WATERMARK)
+    marks.read("p", [_at(10), _at(7), _at(12)], "inp")
+    assert marks.wm["p"] == T0_MS + 5_000
+    marks.read("p", [_at(3)], "inp")  # never goes back
+    assert marks.wm["p"] == T0_MS + 5_000
+    marks.read("p", [_at(20), _at(30)], "inp")
+    assert marks.wm["p"] == T0_MS + 18_000
+
+
+def test_items_without_event_time_are_refused_naming_the_input(clock):
+    marks = source._PartMarks(SourceWatermark())
+    marks.open("p", source.MIN_WATERMARK)
+    with pytest.raises(TypeError, match="input 'inp' has a source watermark"):
+        marks.read("p", [("k", 1)], "inp")
+
+
+def test_an_idle_part_moves_by_increment_every_step_never_past_now(clock):
+    policy = SourceWatermark(
+        idle_threshold=timedelta(seconds=1),
+        idle_step=timedelta(milliseconds=100),
+        idle_increment=timedelta(seconds=5),
+    )
+    marks = source._PartMarks(policy)
+    marks.open("p", source.MIN_WATERMARK)
+    start = clock[0]
+    marks.read("p", [_at(0)], "inp")
+    clock[0] = start + 0.5
+    assert not marks.idle_step("p")  # not idle yet
+    clock[0] = start + 1.0
+    assert marks.idle_step("p") and marks.wm["p"] == T0_MS + 5_000
+    clock[0] = start + 1.05
+    assert not marks.idle_step("p")  # within the step interval
+    clock[0] = start + 1.2
+    assert marks.idle_step("p") and marks.wm["p"] == T0_MS + 10_000
+    marks.wm["p"] = int(clock[0] * 1000) - 1_000  # close to now: capped at now
+    clock[0] += 0.2
+    assert marks.idle_step("p") and marks.wm["p"] == int(clock[0] * 1000)
+
+
+def test_a_part_that_never_had_data_takes_now_after_the_init_source_delay(clock):
+    policy = SourceWatermark(
+        idle_threshold=timedelta(seconds=1),
+        idle_increment=timedelta(seconds=1),
+        init_source_delay=timedelta(seconds=2),
+    )
+    marks = source._PartMarks(policy)
+    marks.open("q", source.MIN_WATERMARK)
+    start = clock[0]
+    clock[0] = start + 1.5
+    assert not marks.idle_step("q") and marks.wm["q"] == source.MIN_WATERMARK
+    clock[0] = start + 2.0
+    assert marks.idle_step("q") and marks.wm["q"] == int(clock[0] * 1000)
+    without = source._PartMarks(SourceWatermark(idle_threshold=timedelta(seconds=1)))
+    without.open("q", source.MIN_WATERMARK)
+    clock[0] += 100
+    assert not without.idle_step("q") and without.wm["q"] == source.MIN_WATERMARK
