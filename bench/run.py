@@ -9,7 +9,8 @@ line per run on stdout::
 
 Every line has ``peak_rss_mb``, the peak summed RSS of the child's process tree,
 sampled by this parent (``rss.py``). ``latency`` takes ``--rate``, ``--shape`` and
-``--duration`` instead of ``--n`` (its n = rate x duration).
+``--duration`` instead of ``--n`` (its n = rate x duration). ``http_ingest`` (see
+``http_ingest.py``) takes ``--pipeline``, ``--clients`` and ``--duration``.
 
 Logs go to stderr. Exit code 0 if every run was ok, 1 otherwise.
 """
@@ -185,6 +186,11 @@ def result_line(job: str, system: str, n: int, res: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments, run every (system, repeat), print one line per run."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["http_ingest"]:  # Numaflow pipelines fed over HTTP (own flags)
+        import http_ingest
+
+        return http_ingest.main(argv[1:])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("job", choices=[*jobs.JOBS, "all"])
     ap.add_argument("--system", required=True, choices=[*SYSTEMS, "all"])

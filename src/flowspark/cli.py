@@ -171,6 +171,8 @@ def _pairs(values: list[str], flag: str) -> dict[str, str]:
 def _load_pipeline(args: argparse.Namespace) -> Any:
     from flowspark.pipeline import PipelineSpecError, load
 
+    if not Path(args.import_str).is_file():
+        raise SystemExit(f"flowspark.run: no such file: {args.import_str}")
     state_dir = None
     if args.recovery_directory:
         state_dir = Path(args.recovery_directory).absolute() / "numaflow-http"

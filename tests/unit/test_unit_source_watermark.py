@@ -31,10 +31,27 @@ def test_a_part_watermark_is_the_least_event_time_of_each_batch_minus_max_delay(
     marks.open("p", source.MIN_WATERMARK)
     marks.read("p", [_at(10), _at(7), _at(12)], "inp")
     assert marks.wm["p"] == T0_MS + 5_000
+    marks.seal()
     marks.read("p", [_at(3)], "inp")  # never goes back
     assert marks.wm["p"] == T0_MS + 5_000
+    marks.seal()
     marks.read("p", [_at(20), _at(30)], "inp")
     assert marks.wm["p"] == T0_MS + 18_000
+
+
+def test_every_pull_of_one_micro_batch_counts_for_its_watermark(clock):
+    # Two pulls make one micro-batch: its watermark is the least over both, so no
+    # datum of the batch is behind the watermark the batch is handed with.
+    marks = source._PartMarks(SourceWatermark())
+    marks.open("p", source.MIN_WATERMARK)
+    marks.read("p", [_at(1), _at(3)], "inp")
+    marks.read("p", [_at(5), _at(9)], "inp")
+    assert marks.wm["p"] == T0_MS + 1_000
+    marks.seal()  # the next micro-batch
+    marks.read("p", [_at(5), _at(9)], "inp")
+    assert marks.wm["p"] == T0_MS + 5_000
+    marks.read("p", [_at(7)], "inp")
+    assert marks.wm["p"] == T0_MS + 5_000
 
 
 def test_items_without_event_time_are_refused_naming_the_input(clock):

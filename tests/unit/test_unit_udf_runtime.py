@@ -335,16 +335,33 @@ def test_map_stream_error_after_await_names_datum_and_loop_stays_usable():
     assert run_map_stream("s", ok, [1, 2, 3], 2, lambda d: [], lambda m, d, i: m) == [1, 2, 3]
 
 
-def test_map_stream_coroutine_handler_is_a_clear_error():
-    async def not_a_generator(keys, datum):
-        return [datum]
+def test_async_map_handler_returning_messages_is_awaited():
+    """MapAsyncServer's handler is ``async def`` returning Messages (no yield)."""
+
+    async def async_mapper(keys, datum):
+        await asyncio.sleep(0)
+        return [datum, datum * 10]
+
+    async def returns_nothing(keys, datum):
+        return None
+
+    assert run_map_stream("s", async_mapper, [1, 2], 2, lambda d: [], lambda m, d, i: m) == [
+        1,
+        10,
+        2,
+        20,
+    ]
+    assert run_map_stream("s", returns_nothing, [1], 1, lambda d: [], as_item) == []
+
+
+def test_async_map_handler_returning_a_non_iterable_is_a_clear_error():
+    async def not_messages(keys, datum):
+        return 42
 
     with pytest.raises(RemoteStepFailure) as info:
-        run_map_stream("s", not_a_generator, [1], 1, lambda d: [], as_item)
+        run_map_stream("s", not_messages, [1], 1, lambda d: [], as_item)
     text = str(info.value)
-    assert "TypeError" in text
-    assert "must be an async generator" in text
-    assert "returned a coroutine" in text
+    assert "TypeError" in text and "must return Messages" in text and "returned int" in text
 
 
 def test_map_stream_non_message_result_is_an_error():

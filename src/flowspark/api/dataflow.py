@@ -551,6 +551,20 @@ class Dataflow:
         Returns the input's :class:`Stream`. A second ``flow.input`` merges its
         items into the flow's chain.
         """
+        stream = self.source(step_id, input)
+        self._head = stream if self._head is None else self._head.merge(stream)
+        return stream
+
+    def source(self, step_id: str, input: Any) -> Stream:  # noqa: A002 - as input()
+        """Add an input as its own :class:`Stream` (a DAG's root), merged into nothing.
+
+        >>> from flowspark.testing import TestingInput
+        >>> flow = Dataflow("two_roots")
+        >>> a = flow.source("a", TestingInput([1]))
+        >>> b = flow.source("b", TestingInput([2]))
+        >>> [s.step_id for s in flow.steps]
+        ['a', 'b']
+        """
         from flowspark.api.inputs import Input
 
         if not isinstance(input, Input):
@@ -559,9 +573,7 @@ class Dataflow:
                 f"(e.g. TestingInput, FileInput, DirInput); got {type(input).__name__}"
             )
         step = self._add_step("input", step_id, (), args={"input": input})
-        stream = Stream(self, Port(step))
-        self._head = stream if self._head is None else self._head.merge(stream)
-        return stream
+        return Stream(self, Port(step))
 
     def _extend(self, stream: Stream) -> None:
         self._head = stream

@@ -16,7 +16,7 @@ offsets kept in the checkpoint:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -81,6 +81,14 @@ class StatefulSource(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources."""
+
+    # A flowspark extension, optional: ``limit_to(snapshot)`` bounds the reads of
+    # this partition to end exactly at ``snapshot`` (a position it reached before).
+    # A micro-batch replayed after a crash then re-reads exactly the items the
+    # first attempt read, however the source's batches are cut (a live source whose
+    # batches depend on what has arrived by then). Without it a replay re-reads as
+    # many non-empty batches as the first attempt did.
+    limit_to: Callable[[Any], None] | None = None
 
 
 class PartitionedInput(Input):

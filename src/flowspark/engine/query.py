@@ -193,12 +193,18 @@ def run_flow(flow: Dataflow, config: RunConfig | None = None) -> RunReport:
     with contextlib.ExitStack() as services:  # e.g. an HTTP source's server
         for service in flow.services:
             services.enter_context(service)
-        report = _execute(spark, compiled, config, parallelism)
+        report = _execute(spark, compiled, config, parallelism, flow.services)
     _warn_unrouted_late(plan, report)
     return report
 
 
-def _execute(spark: Any, compiled: CompiledFlow, config: RunConfig, parallelism: int) -> RunReport:
+def _execute(
+    spark: Any,
+    compiled: CompiledFlow,
+    config: RunConfig,
+    parallelism: int,
+    services: Sequence[Any] = (),
+) -> RunReport:
     """Map the compiled levels onto Spark (a stream, or one batch job) and run them."""
     from flowspark.engine import bounded
     from flowspark.engine.errors import clean_spark_error
@@ -223,6 +229,8 @@ def _execute(spark: Any, compiled: CompiledFlow, config: RunConfig, parallelism:
 
         builder = ReportBuilder(streamed)
         listeners: list[RunListener] = [builder, *config.listeners]
+        # A flow's services that watch the run (an HTTP source's /health).
+        listeners += [s for s in services if isinstance(s, RunListener)]
         if os.environ.get("FLOWSPARK_PROGRESS_LOG"):
             listeners.append(ProgressLog(os.environ["FLOWSPARK_PROGRESS_LOG"]))
         hub = ProgressHub(listeners, streamed)

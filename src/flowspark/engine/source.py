@@ -276,17 +276,25 @@ class _PartMarks:
         self.policy = policy
         self.delay_ms = _td_ms(policy.max_delay)
         self.wm: dict[str, int] = {}
+        # Per micro-batch: the watermark when it began and the least event time read
+        # in it so far. The datums of one micro-batch are read in one or more pulls;
+        # the batch's watermark is (the least of ALL of them) - max delay, so that no
+        # datum of the batch is behind the watermark it is handed with (unless late
+        # on its own source), as if the micro-batch were one Numaflow read batch.
+        self.base: dict[str, int] = {}
+        self.batch_least: dict[str, int] = {}
         self.started: dict[str, int] = {}
         self.last_data: dict[str, int] = {}
         self.last_step: dict[str, int] = {}
 
     def open(self, part: str, wm: int) -> None:
         now = _ms(_now())
-        self.wm[part] = wm
+        self.wm[part] = self.base[part] = wm
         self.started[part] = self.last_data[part] = self.last_step[part] = now
 
     def read(self, part: str, items: list[Any], step_id: str) -> None:
-        """A batch read: the part's watermark is its least event time - max delay."""
+        """A pull: the part's watermark is the least event time of its micro-batch so
+        far - max delay (never below where the micro-batch began)."""
         try:
             least = min(to_ms(item.event_time) for item in items)
         except (AttributeError, TypeError, ValueError) as exc:
@@ -294,8 +302,15 @@ class _PartMarks:
                 f"input {step_id!r} has a source watermark, so its items must be datums "
                 f"with an event_time; got {type(items[0]).__name__}: {exc}"
             ) from None
-        self.wm[part] = max(self.wm[part], least - self.delay_ms)
+        least = min(least, self.batch_least.get(part, least))
+        self.batch_least[part] = least
+        self.wm[part] = max(self.base[part], least - self.delay_ms)
         self.last_data[part] = _ms(_now())
+
+    def seal(self) -> None:
+        """A micro-batch's offsets were handed out: the next pulls make the next one."""
+        self.base.update(self.wm)
+        self.batch_least.clear()
 
     def idle_step(self, part: str) -> bool:
         """Move an idle part's watermark (Numaflow's idleSource rule); whether it moved."""
@@ -315,6 +330,8 @@ class _PartMarks:
                 self.wm[part] = now
         elif policy.idle_increment is not None:
             self.wm[part] = max(before, min(before + _td_ms(policy.idle_increment), now))
+        if part not in self.batch_least:  # no datum in this micro-batch yet
+            self.base[part] = self.wm[part]
         return self.wm[part] != before
 
     def next_idle_step(self) -> float:
@@ -458,6 +475,8 @@ class _DriverReadOffsets:
                     if self.marks.idle_step(part):
                         self.states[part] = {**self.states[part], "wm": self.marks.wm[part]}
             self.read_ahead = 0
+            if self.marks is not None:
+                self.marks.seal()
             if self.until_end and not self.per_batch_epochs and self.poller is None:
                 self.poller = threading.Thread(target=self._poll, daemon=True)
                 self.poller.start()
@@ -512,19 +531,28 @@ class _DriverReadOffsets:
             with self.lock:
                 buffered = [items for n, items in self.buffer.get(part, []) if lo < n <= pos["n"]]
             if len(buffered) != pos["n"] - lo:  # a replay after a restart: read it again
-                buffered = self._reread(part, begun.get(part), pos["n"] - lo)
+                buffered = self._reread(part, begun.get(part), pos, pos["n"] - lo)
             items = [x for chunk in buffered for x in chunk]
             out.append(_ItemsSplit(encode_items(items)))
         return out
 
-    def _reread(self, part: str, pos: dict | None, batches: int) -> list[list[Any]]:
-        """Read ``batches`` non-empty batches again from the snapshot at ``pos``,
-        honouring the source's pacing as the first read did."""
+    def _reread(
+        self, part: str, pos: dict | None, end: dict, batches: int
+    ) -> list[list[Any]]:
+        """Read again from the snapshot at ``pos`` up to the one at ``end``: exactly
+        to ``end``'s snapshot when the source has ``limit_to``, else ``batches``
+        non-empty batches, honouring the source's pacing as the first read did."""
         state = _unb64(pos["state"]) if pos and pos.get("state") else None
         source = self._build(part, state)
         chunks: list[list[Any]] = []
+        limit_to = getattr(source, "limit_to", None)
+        end_state = _unb64(end["state"]) if limit_to and end.get("state") else None
+        if end_state is not None:
+            limit_to(end_state)
         try:
-            while len(chunks) < batches:
+            while end_state is not None or len(chunks) < batches:
+                if end_state is not None and source.snapshot() == end_state:
+                    break
                 try:
                     items = list(self._call(f"part {part!r}: next_batch()", source.next_batch))
                 except StopIteration:

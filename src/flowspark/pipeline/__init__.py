@@ -1,1 +1,31 @@
-"""Numaflow Pipeline specs on flowspark: load a Pipeline YAML into a Dataflow."""
+"""Numaflow Pipeline specs on flowspark: load a Pipeline YAML into a Dataflow.
+
+>>> from flowspark.pipeline import load
+>>> flow = load('''
+... apiVersion: numaflow.numaproj.io/v1alpha1
+... kind: Pipeline
+... metadata: {name: tiny}
+... spec:
+...   vertices:
+...     - {name: in, source: {generator: {rpu: 1, duration: 1s}}}
+...     - {name: out, sink: {blackhole: {}}}
+...   edges: [{from: in, to: out}]
+... ''')
+>>> flow.flow_id
+'tiny'
+"""
+
+from flowspark.pipeline.build import build, load, secret_env_name
+from flowspark.pipeline.durations import parse_duration
+from flowspark.pipeline.errors import PipelineSpecError
+from flowspark.pipeline.spec import PipelineSpec, load_spec
+
+__all__ = [
+    "PipelineSpec",
+    "PipelineSpecError",
+    "build",
+    "load",
+    "load_spec",
+    "parse_duration",
+    "secret_env_name",
+]

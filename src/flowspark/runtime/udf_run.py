@@ -94,12 +94,8 @@ def _generator(handler: Callable[..., Any], keys: list[str], datum: Any) -> Any:
     agen = handler(keys, datum)
     if hasattr(agen, "__anext__"):
         return agen
-    if asyncio.iscoroutine(agen):
-        agen.close()
-        raise TypeError(
-            "a map-stream handler must be an async generator (`async def` with `yield "
-            "Message(...)`); it returned a coroutine"
-        )
+    if asyncio.iscoroutine(agen):  # an async Mapper (MapAsyncServer) returning Messages
+        return _from_awaitable(agen)
     if agen is None:
         return _no_messages()
     if hasattr(agen, "__iter__"):  # a sync Mapper returning Messages
@@ -113,6 +109,19 @@ async def _no_messages() -> Any:
 
 
 async def _from_iterable(messages: Any) -> Any:
+    for message in messages:
+        yield message
+
+
+async def _from_awaitable(coro: Any) -> Any:
+    messages = await coro
+    if messages is None:
+        return
+    if not hasattr(messages, "__iter__"):
+        raise TypeError(
+            "an async map handler must return Messages (or a map-stream handler must "
+            f"`yield Message(...)`); it returned {type(messages).__name__}"
+        )
     for message in messages:
         yield message
 

@@ -1,0 +1,300 @@
+"""pynumaflow 0.14's ``pynumaflow.sourcetransformer`` data types, handler ABC and servers.
+
+A source transformer runs on every message a source reads, before the source
+watermark is computed: it may change the value, keys, tags and **event time**
+of a message, or drop it. Names, constructor signatures and properties follow
+pynumaflow 0.14. The server classes here only record the handler and
+pynumaflow's settings; their ``start()`` lives in :mod:`flowspark.sourcetransformer`.
+User/system metadata are stored as given (flowspark does not fill them).
+
+>>> from datetime import datetime, timezone
+>>> now = datetime.fromtimestamp(1662998400, timezone.utc)
+>>> def handler(keys, datum):
+...     return Messages(Message(datum.value, event_time=datum.event_time, keys=keys))
+>>> server = SourceTransformServer(handler)
+>>> server.udf_kind, server.handler is handler
+('sourcetransform', True)
+>>> Message.to_drop(now).tags == [DROP]
+True
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from abc import ABCMeta, abstractmethod
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, ClassVar
+
+from flowspark.api.udf.servers import (
+    MAX_MESSAGE_SIZE,
+    NUM_THREADS_DEFAULT,
+    NumaflowServer,
+    derives_from,
+)
+from flowspark.api.udf.times import UTCDateTime, as_utc
+from flowspark.api.udf.types import DROP, Messages, _validate_message_fields
+from flowspark.api.udf.types import Datum as _BaseDatum
+
+__all__ = [
+    "Datum",
+    "Message",
+    "Messages",
+    "DROP",
+    "SourceTransformer",
+    "SourceTransformServer",
+    "SourceTransformAsyncServer",
+    "SourceTransformMultiProcServer",
+    "transform_handler",
+    "SOURCE_TRANSFORMER_SOCK_PATH",
+    "SOURCE_TRANSFORMER_SERVER_INFO_FILE_PATH",
+]
+
+SOURCE_TRANSFORMER_SOCK_PATH = "/var/run/numaflow/sourcetransform.sock"
+SOURCE_TRANSFORMER_SERVER_INFO_FILE_PATH = "/var/run/numaflow/sourcetransformer-server-info"
+_PROCESS_COUNT = os.cpu_count() or 1
+
+# pynumaflow's default event time of a Message built with event_time=None ("no year 0").
+_NO_EVENT_TIME = datetime(1, 1, 1, 0, 0)
+
+
+class Datum(_BaseDatum):
+    """pynumaflow's ``sourcetransformer.Datum``: one message read by the source.
+
+    Times are stored as UTCDateTime (naive ones taken as UTC); a non-datetime
+    raises pynumaflow's ``TypeError("Wrong data type: ... for Datum.event_time")``.
+    """
+
+    __slots__ = ("_user_metadata", "_system_metadata")
+
+    def __init__(
+        self,
+        keys: list[str],
+        value: bytes,
+        event_time: datetime,
+        watermark: datetime,
+        headers: dict[str, str] | None = None,
+        user_metadata: Any = None,
+        system_metadata: Any = None,
+    ) -> None:
+        super().__init__(keys, value, event_time, watermark, headers)
+        self._user_metadata = user_metadata
+        self._system_metadata = system_metadata
+
+    @property
+    def user_metadata(self) -> Any:
+        """The user metadata given at construction (``None`` when none)."""
+        return self._user_metadata
+
+    @property
+    def system_metadata(self) -> Any:
+        """The system metadata given at construction (``None`` when none)."""
+        return self._system_metadata
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return (
+            type(self),
+            (
+                self._keys,
+                self._value,
+                self._event_time,
+                self._watermark,
+                self._headers,
+                self._user_metadata,
+                self._system_metadata,
+            ),
+        )
+
+
+class Message:
+    """pynumaflow's ``sourcetransformer.Message(value, event_time, keys=None, tags=None,
+    user_metadata=None)``: the message with its (new) **event time**, which is required.
+
+    ``event_time`` is stored as a UTCDateTime (a naive one taken as UTC); ``None``
+    gives pynumaflow's ``datetime(1, 1, 1)``.
+    """
+
+    __slots__ = ("_value", "_event_time", "_keys", "_tags", "_user_metadata")
+
+    def __init__(
+        self,
+        value: bytes,
+        event_time: datetime,
+        keys: list[str] | None = None,
+        tags: list[str] | None = None,
+        user_metadata: Any = None,
+    ) -> None:
+        _validate_message_fields(value, keys, tags)
+        self._value = value or b""
+        self._event_time = as_utc(event_time or _NO_EVENT_TIME, "Message.event_time")
+        self._keys = keys or []
+        self._tags = tags or []
+        self._user_metadata = user_metadata
+
+    @classmethod
+    def to_drop(cls, event_time: datetime) -> Message:
+        """A message that is not forwarded (tags ``[DROP]``); ``event_time`` still counts
+        for the source watermark."""
+        return cls(b"", event_time, None, [DROP])
+
+    @property
+    def value(self) -> bytes:
+        """The payload."""
+        return self._value
+
+    @property
+    def event_time(self) -> UTCDateTime:
+        """The event time the message continues with."""
+        return self._event_time
+
+    @property
+    def keys(self) -> list[str]:
+        """The keys for the next vertex."""
+        return self._keys
+
+    @property
+    def tags(self) -> list[str]:
+        """The tags for conditional forwarding."""
+        return self._tags
+
+    @property
+    def user_metadata(self) -> Any:
+        """The user metadata (``None`` when not given)."""
+        return self._user_metadata
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        mine = (self._value, self._event_time, self._keys, self._tags)
+        return mine == (other._value, other._event_time, other._keys, other._tags)  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"Message(value={self._value!r}, event_time={self._event_time!r}, "
+            f"keys={self._keys!r}, tags={self._tags!r})"
+        )
+
+
+class SourceTransformer(metaclass=ABCMeta):
+    """A source transformer: ``handler(keys, datum)`` returns the datum's messages.
+
+    ``handler`` may be ``async`` (for ``SourceTransformAsyncServer``). Calling an
+    instance calls ``handler``.
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.handler(*args, **kwargs)
+
+    @abstractmethod
+    def handler(self, keys: list[str], datum: Datum) -> Messages[Message]:
+        """Return the messages for ``datum`` (each with its event time)."""
+        raise NotImplementedError
+
+
+def transform_handler(handler: Any) -> Callable[..., Any]:
+    """The callable to run for a source transformer given as a server of this module,
+    a :class:`SourceTransformer` (flowspark's or pynumaflow's) instance, or a function
+    (sync or ``async``).
+
+    A SourceTransformer class (not an instance) or a non-callable raises ``TypeError``.
+    """
+    if isinstance(handler, _SourceTransformServerBase):
+        handler = handler.handler
+    if isinstance(handler, type):
+        if derives_from(handler, SourceTransformer):
+            raise TypeError(
+                f"Invalid handler {handler}: pass an instance of the SourceTransformer "
+                "subclass, not the class"
+            )
+    elif derives_from(type(handler), SourceTransformer):
+        return handler.handler  # type: ignore[no-any-return]
+    if not callable(handler):
+        raise TypeError(
+            f"Invalid handler {handler!r}: expected a function or a SourceTransformer instance"
+        )
+    return handler  # type: ignore[no-any-return]
+
+
+class _SourceTransformServerBase(NumaflowServer):
+    """What the source-transform servers share: the handler (``.handler``) and
+    pynumaflow's settings. ``start()`` is defined by :mod:`flowspark.sourcetransformer`."""
+
+    kind: ClassVar[str] = "sourcetransform"
+    udf_kind: ClassVar[str] = "sourcetransform"
+
+    def _setup(
+        self,
+        source_transform_instance: Any,
+        sock_path: str,
+        max_message_size: int,
+        max_threads: int,
+        server_info_file: str,
+    ) -> None:
+        transform_handler(source_transform_instance)  # validate
+        self.handler = source_transform_instance
+        self.source_transform_instance = source_transform_instance
+        self.make_handler = functools.partial(transform_handler, source_transform_instance)
+        self._set_options(sock_path, max_message_size, max_threads, server_info_file)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(handler={self.handler!r})"
+
+
+class SourceTransformServer(_SourceTransformServerBase):
+    """pynumaflow's ``sourcetransformer.SourceTransformServer``: a SourceTransformer
+    instance or a function ``handler(keys, datum) -> Messages``."""
+
+    def __init__(
+        self,
+        source_transform_instance: Any,
+        sock_path: str = SOURCE_TRANSFORMER_SOCK_PATH,
+        max_message_size: int = MAX_MESSAGE_SIZE,
+        max_threads: int = NUM_THREADS_DEFAULT,
+        server_info_file: str = SOURCE_TRANSFORMER_SERVER_INFO_FILE_PATH,
+    ) -> None:
+        self._setup(
+            source_transform_instance, sock_path, max_message_size, max_threads, server_info_file
+        )
+
+
+class SourceTransformAsyncServer(_SourceTransformServerBase):
+    """pynumaflow's ``sourcetransformer.SourceTransformAsyncServer``: a SourceTransformer
+    instance with an ``async`` handler or an async function ``handler(keys, datum)``."""
+
+    def __init__(
+        self,
+        source_transform_instance: Any,
+        sock_path: str = SOURCE_TRANSFORMER_SOCK_PATH,
+        max_message_size: int = MAX_MESSAGE_SIZE,
+        max_threads: int = NUM_THREADS_DEFAULT,
+        server_info_file: str = SOURCE_TRANSFORMER_SERVER_INFO_FILE_PATH,
+        shutdown_callback: Callable[..., Any] | None = None,
+    ) -> None:
+        self._setup(
+            source_transform_instance, sock_path, max_message_size, max_threads, server_info_file
+        )
+        self.shutdown_callback = shutdown_callback
+
+
+class SourceTransformMultiProcServer(_SourceTransformServerBase):
+    """pynumaflow's ``sourcetransformer.SourceTransformMultiProcServer``: as
+    :class:`SourceTransformServer`; ``server_count`` is recorded (Spark's tasks are
+    the parallelism on flowspark)."""
+
+    def __init__(
+        self,
+        source_transform_instance: Any,
+        server_count: int = _PROCESS_COUNT,
+        sock_path: str = SOURCE_TRANSFORMER_SOCK_PATH,
+        max_message_size: int = MAX_MESSAGE_SIZE,
+        max_threads: int = NUM_THREADS_DEFAULT,
+        server_info_file: str = SOURCE_TRANSFORMER_SERVER_INFO_FILE_PATH,
+    ) -> None:
+        self._setup(
+            source_transform_instance, sock_path, max_message_size, max_threads, server_info_file
+        )
+        self._process_count = min(server_count, 2 * _PROCESS_COUNT)
+        self._server_options += [("grpc.so_reuseport", 1), ("grpc.so_reuseaddr", 1)]

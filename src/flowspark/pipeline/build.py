@@ -1,0 +1,455 @@
+"""A Numaflow Pipeline spec as a flowspark Dataflow.
+
+Each vertex becomes steps named after it; each edge feeds its ``to`` vertex,
+through a tag ``route`` when it has conditions; several edges into one vertex
+merge (a join). Sources read Numaflow datums (``http``: the journal the HTTP
+server writes; ``generator``), a source ``transformer`` and map vertices run
+their Python handler (or a pre-1.6 builtin), ``groupBy`` vertices run
+``reduce_stream`` (fixed/sliding windows) or ``accumulate``, and sinks write
+Numaflow's log lines, nothing (blackhole) or call a ``Sinker``.
+
+>>> flow = load('''
+... apiVersion: numaflow.numaproj.io/v1alpha1
+... kind: Pipeline
+... metadata: {name: simple}
+... spec:
+...   vertices:
+...     - {name: in, source: {generator: {rpu: 5, duration: 1s}}}
+...     - {name: cat, udf: {container: {image: quay.io/numaio/numaflow-go/map-cat:stable}}}
+...     - {name: out, sink: {log: {}}}
+...   edges:
+...     - {from: in, to: cat}
+...     - {from: cat, to: out}
+... ''')
+>>> [s.step_id for s in flow.steps]
+['in', 'cat', 'out']
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from flowspark.api.dataflow import Dataflow, Stream
+from flowspark.pipeline.spec import (
+    ContainerSpec,
+    PipelineSpec,
+    PipelineSpecError,
+    SinkSpec,
+    Vertex,
+    load_spec,
+)
+from flowspark.pipeline.udfs import ANNOTATION_PREFIX, server_from_script, server_kind
+
+__all__ = ["load", "build", "secret_env_name"]
+
+log = logging.getLogger(__name__)
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# UDF kinds a vertex accepts from a script, by vertex role.
+_KINDS = {
+    "map": ("map", "map_stream"),
+    "reduce": ("reduce", "reduce_stream"),
+    "accumulator": ("accumulate",),
+    "sink": ("sink",),
+    "transformer": ("sourcetransform",),
+}
+
+
+def secret_env_name(name: str, key: str) -> str:
+    """The environment variable that holds secret ``name``/``key``.
+
+    >>> secret_env_name("my-secret", "my-key")
+    'FLOWSPARK_SECRET_MY_SECRET_MY_KEY'
+    """
+    return "FLOWSPARK_SECRET_" + re.sub(r"[^A-Z0-9]", "_", f"{name}_{key}".upper())
+
+
+def load(
+    source: str | os.PathLike[str],
+    *,
+    udfs: Mapping[str, Any] | None = None,
+    secrets: Mapping[str, str] | None = None,
+    state_dir: str | os.PathLike[str] | None = None,
+    http_host: str | None = None,
+    http_port: int | None = None,
+    certfile: str | None = None,
+    keyfile: str | None = None,
+    outputs: Mapping[str, Any] | None = None,
+) -> Dataflow:
+    """Load a Numaflow Pipeline (a YAML file path or YAML text) as a Dataflow.
+
+    ``udfs`` maps a vertex name to its handler: a UDF script path, a server
+    object, or a handler. ``secrets`` maps ``"name/key"`` to a secret's value
+    (HTTP sources' ``auth.token``; else the env var :func:`secret_env_name`).
+    ``state_dir`` keeps the HTTP sources' journals (give the recovery
+    directory's neighbour so a restart finds them; default: a fresh temporary
+    directory). ``outputs`` maps a sink vertex's name to a flowspark output that
+    replaces it (e.g. a ``FileOutput`` to keep what reaches the sink). Fields
+    that only matter on Kubernetes are listed once in a warning of the
+    ``flowspark.pipeline`` logger. Fails with one :class:`PipelineSpecError`
+    before Spark starts.
+    """
+    text_given = isinstance(source, str) and "\n" in source
+    spec = load_spec(source)
+    base = Path.cwd() if text_given else Path(source).resolve().parent
+    return build(
+        spec,
+        base_dir=base,
+        udfs=udfs,
+        secrets=secrets,
+        state_dir=state_dir,
+        http_host=http_host,
+        http_port=http_port,
+        certfile=certfile,
+        keyfile=keyfile,
+        outputs=outputs,
+    )
+
+
+def build(
+    spec: PipelineSpec,
+    *,
+    base_dir: Path | None = None,
+    udfs: Mapping[str, Any] | None = None,
+    secrets: Mapping[str, str] | None = None,
+    state_dir: str | os.PathLike[str] | None = None,
+    http_host: str | None = None,
+    http_port: int | None = None,
+    certfile: str | None = None,
+    keyfile: str | None = None,
+    outputs: Mapping[str, Any] | None = None,
+) -> Dataflow:
+    """``spec`` as a Dataflow (see :func:`load` for the arguments)."""
+    ignored = [f for f in spec.ignored if not _is_flowspark_annotation(f, spec)]
+    if ignored:
+        log.warning(
+            "pipeline %s: ignoring fields that only matter on Kubernetes: %s",
+            spec.name,
+            ", ".join(ignored),
+        )
+    builder = _Builder(spec, base_dir or Path.cwd(), dict(udfs or {}), dict(secrets or {}))
+    builder.replaced_outputs = dict(outputs or {})
+    return builder.build(state_dir, http_host, http_port, certfile, keyfile)
+
+
+def _is_flowspark_annotation(field: str, spec: PipelineSpec) -> bool:
+    """``metadata.annotations`` holding only flowspark's own keys is not ignored."""
+    if not field.startswith("metadata.annotations"):
+        return False
+    return all(k.startswith(ANNOTATION_PREFIX) for k in spec.annotations)
+
+
+class _Builder:
+    def __init__(
+        self, spec: PipelineSpec, base_dir: Path, udfs: dict[str, Any], secrets: dict[str, str]
+    ) -> None:
+        self.spec = spec
+        self.base_dir = base_dir
+        self.udfs = udfs
+        self.secrets = secrets
+        unknown = sorted(set(udfs) - {v.name for v in spec.vertices})
+        if unknown:
+            raise PipelineSpecError(f"--udf names no vertex of the pipeline: {', '.join(unknown)}")
+        self.flow = Dataflow(spec.name)
+        self.outputs: dict[str, Stream] = {}
+        self.replaced_outputs: dict[str, Any] = {}
+
+    # -- the graph ---------------------------------------------------------------
+
+    def build(
+        self,
+        state_dir: Any,
+        http_host: str | None,
+        http_port: int | None,
+        certfile: str | None,
+        keyfile: str | None,
+    ) -> Dataflow:
+        order = self._order()
+        sinks = {v.name for v in self.spec.vertices if v.kind == "sink"}
+        unknown = sorted(set(self.replaced_outputs) - sinks)
+        if unknown:
+            raise PipelineSpecError(f"outputs names no sink vertex: {', '.join(unknown)}")
+        http = [v for v in self.spec.sources if v.source is not None and v.source.kind == "http"]
+        journal_dir = None
+        if http:
+            journal_dir = Path(state_dir or tempfile.mkdtemp(prefix="flowspark-http-"))
+            journal_dir.mkdir(parents=True, exist_ok=True)
+        for vertex in order:
+            if vertex.kind == "source":
+                self.outputs[vertex.name] = self._source(vertex, journal_dir)
+            else:
+                upstream = self._inputs(vertex)
+                if vertex.kind == "udf":
+                    self.outputs[vertex.name] = self._udf(vertex, upstream)
+                else:
+                    self._sink(vertex, upstream)
+        if http:
+            from flowspark.connectors.http import HttpRoute, HttpServer, resolve_address
+
+            host, port = resolve_address(http_host, http_port)
+            routes = [HttpRoute(v.name, self._token(v)) for v in http]
+            server = HttpServer(
+                routes, journal_dir, host, port, certfile, keyfile, healthy_when_running=True
+            )
+            self.flow.services.append(server)
+        return self.flow
+
+    def _order(self) -> list[Vertex]:
+        """Vertices in topological order; a cycle is refused (flowspark flows are DAGs)."""
+        indegree = {v.name: len(self.spec.in_edges(v.name)) for v in self.spec.vertices}
+        ready = [v.name for v in self.spec.vertices if indegree[v.name] == 0]
+        order: list[str] = []
+        while ready:
+            name = ready.pop(0)
+            order.append(name)
+            for edge in self.spec.out_edges(name):
+                indegree[edge.target] -= 1
+                if indegree[edge.target] == 0:
+                    ready.append(edge.target)
+        if len(order) < len(self.spec.vertices):
+            stuck = next(v.name for v in self.spec.vertices if v.name not in order)
+            raise PipelineSpecError(
+                f'vertex "{stuck}" is on a cycle: flowspark runs acyclic pipelines only '
+                "(Numaflow's cycles re-feed tagged messages, which a Spark query cannot)"
+            )
+        return [self.spec.vertex(name) for name in order]
+
+    def _inputs(self, vertex: Vertex) -> Stream:
+        """The stream into ``vertex``: its in-edges, each routed by its tags, merged."""
+        streams = []
+        for edge in self.spec.in_edges(vertex.name):
+            stream = self.outputs[edge.source]
+            if edge.tags is not None:
+                route_id = f"{edge.source}->{edge.target}"
+                stream = stream.route(route_id, tags=edge.tags, operator=edge.operator)
+            streams.append(stream)
+        if len(streams) == 1:
+            return streams[0]
+        return streams[0].merge(*streams[1:], step_id=f"{vertex.name}.in")
+
+    # -- vertices ------------------------------------------------------------------
+
+    def _source(self, vertex: Vertex, journal_dir: Path | None) -> Stream:
+        source = vertex.source
+        assert source is not None
+        if source.kind == "http":
+            from flowspark.connectors.http import HttpInput
+
+            inp: Any = HttpInput(journal_dir, vertex.name)
+        else:
+            from flowspark.connectors.numaflow import GeneratorInput
+
+            g = source.generator
+            assert g is not None
+            inp = GeneratorInput(
+                vertex.name,
+                rpu=g.rpu,
+                duration=g.duration,
+                msg_size=g.msg_size,
+                key_count=g.key_count,
+                value=g.value,
+                jitter=g.jitter,
+                value_blob=g.value_blob,
+                read_batch_size=vertex.limits.read_batch_size,
+            )
+        inp.watermark = self._source_watermark()
+        stream = self.flow.source(vertex.name, inp)
+        transformer = source.transformer
+        if transformer is None:
+            return stream
+        if transformer.builtin is not None:
+            from flowspark.runtime.builtins import build_transformer_builtin
+
+            b = transformer.builtin
+            fn = build_transformer_builtin(b.name, list(b.args), dict(b.kwargs))
+        else:
+            from flowspark.runtime.transform import TransformRunner
+
+            server = self._server(vertex, "transformer", transformer.container)
+            fn = TransformRunner(server.handler)
+        return stream.flat_map(f"{vertex.name}.transformer", fn)
+
+    def _source_watermark(self) -> Any:
+        """Numaflow's source watermark policy from ``spec.watermark`` (None: disabled,
+        and keyed vertices then keep a clock per key)."""
+        from flowspark.api.inputs import SourceWatermark
+
+        wm = self.spec.watermark
+        if wm.disabled:
+            return None
+        idle = wm.idle_source
+        if idle is None:
+            return SourceWatermark(max_delay=wm.max_delay)
+        return SourceWatermark(
+            max_delay=wm.max_delay,
+            idle_threshold=idle.threshold,
+            idle_step=idle.step_interval,
+            idle_increment=idle.increment_by,
+            init_source_delay=idle.init_source_delay,
+        )
+
+    def _udf(self, vertex: Vertex, upstream: Stream) -> Stream:
+        udf = vertex.udf
+        assert udf is not None
+        group = udf.group_by
+        if group is None:
+            builtin = self._map_builtin(vertex)
+            if builtin is not None:
+                return upstream.flat_map(vertex.name, builtin)
+            return upstream.map_stream(vertex.name, self._server(vertex, "map", udf.container))
+        # The source watermark applies maxDelay; with the watermark disabled, each
+        # key keeps its own clock and no delay applies.
+        window = group.window
+        if window.kind == "accumulator":
+            handler = self._server(vertex, "accumulator", udf.container)
+            assert window.timeout is not None
+            return upstream.accumulate(vertex.name, handler, window.timeout)
+        if window.kind == "session":
+            raise PipelineSpecError(
+                f'vertex "{vertex.name}": groupBy.window.session is not supported by '
+                "flowspark (pynumaflow has no session reducer); use fixed, sliding or "
+                "accumulator"
+            )
+        from flowspark.api.window import SlidingWindow, TumblingWindow
+
+        assert window.length is not None
+        config: Any
+        if window.kind == "fixed":
+            config = TumblingWindow(length=window.length, align_to=_EPOCH)
+        else:
+            assert window.slide is not None
+            config = SlidingWindow(length=window.length, offset=window.slide, align_to=_EPOCH)
+        handler = self._server(vertex, "reduce", udf.container)
+        wanted = "reduce_stream" if window.streaming else "reduce"
+        if server_kind(handler) not in (None, wanted):
+            streaming = "true" if window.streaming else "false"
+            raise PipelineSpecError(
+                f'vertex "{vertex.name}": window.{window.kind}.streaming is {streaming}, '
+                f"so its UDF must be a {wanted} server; the UDF file starts a "
+                f"{server_kind(handler)} server"
+            )
+        return upstream.reduce_stream(
+            vertex.name,
+            handler,
+            config,
+            allowed_lateness=group.allowed_lateness,
+            keyed=group.keyed,
+        )
+
+    def _sink(self, vertex: Vertex, upstream: Stream) -> None:
+        assert vertex.sink is not None
+        output = self.replaced_outputs.get(vertex.name)
+        upstream.output(vertex.name, output or self._output(vertex, vertex.sink))
+
+    def _output(self, vertex: Vertex, sink: SinkSpec, role: str = "") -> Any:
+        from flowspark.connectors.numaflow import (
+            BlackholeOutput,
+            LogOutput,
+            RetryPolicy,
+            UdSinkOutput,
+        )
+
+        if sink.kind == "log":
+            return LogOutput(vertex.name)
+        if sink.kind == "blackhole":
+            return BlackholeOutput()
+        name = f"{vertex.name}{role}"
+        server = self._server(vertex, "sink", sink.container, udf_name=name)
+        fallback = None if sink.fallback is None else self._output(vertex, sink.fallback, ".fb")
+        on_success = (
+            None if sink.on_success is None else self._output(vertex, sink.on_success, ".ons")
+        )
+        retry = None
+        if sink.retry is not None:
+            r = sink.retry
+            retry = RetryPolicy(
+                on_failure=r.on_failure,
+                interval=r.interval,
+                steps=r.steps,
+                factor=r.factor,
+                cap=r.cap,
+                jitter=r.jitter,
+            )
+        handler = getattr(server, "handler", server)
+        return UdSinkOutput(
+            handler, vertex.name, fallback=fallback, on_success=on_success, retry=retry
+        )
+
+    # -- handlers --------------------------------------------------------------------
+
+    def _map_builtin(self, vertex: Vertex) -> Any:
+        """A map vertex's builtin function: its ``builtin``, or the one its image stands
+        for (Numaflow's example images ``map-cat``, ``map-filter-id`` …) when no UDF
+        file is given for it."""
+        from flowspark.runtime.builtins import build_map_builtin, builtin_for_image
+
+        udf = vertex.udf
+        assert udf is not None
+        if udf.builtin is not None:
+            b = udf.builtin
+            return build_map_builtin(b.name, list(b.args), dict(b.kwargs))
+        if self._udf_source(vertex.name) is None and udf.container is not None:
+            builtin = builtin_for_image(udf.container.image)
+            if builtin is not None:
+                name, kwargs = builtin
+                return build_map_builtin(name, [], dict(kwargs))
+        return None
+
+    def _udf_source(self, name: str) -> Any:
+        if name in self.udfs:
+            return self.udfs[name]
+        path = self.spec.annotations.get(ANNOTATION_PREFIX + name)
+        return None if path is None else self.base_dir / path
+
+    def _server(
+        self,
+        vertex: Vertex,
+        role: str,
+        container: ContainerSpec | None,
+        udf_name: str | None = None,
+    ) -> Any:
+        """The server (or handler) the vertex's UDF script gives, checked against ``role``."""
+        name = udf_name or vertex.name
+        given = self._udf_source(name)
+        if given is None:
+            image = f"container image {container.image!r}" if container else "container"
+            raise PipelineSpecError(
+                f'vertex "{vertex.name}": its {image} cannot run on flowspark; give its '
+                f"Python handler with --udf {name}=path/to/udf.py or the pipeline "
+                f"annotation {ANNOTATION_PREFIX}{name}: path/to/udf.py"
+            )
+        if isinstance(given, (str, os.PathLike)):
+            path = Path(given)
+            if not path.is_absolute() and name in self.udfs:
+                path = Path.cwd() / path
+            given = server_from_script(path, vertex.name)
+        kind = server_kind(given)
+        if kind is not None and kind not in _KINDS[role]:
+            raise PipelineSpecError(
+                f'vertex "{vertex.name}" needs a {" or ".join(_KINDS[role])} UDF; its UDF '
+                f"is a {kind} server ({type(given).__name__})"
+            )
+        return given
+
+    def _token(self, vertex: Vertex) -> str | None:
+        source = vertex.source
+        assert source is not None and source.http is not None
+        ref = source.http.auth_token
+        if ref is None:
+            return None
+        label = f"{ref.name}/{ref.key}"
+        env = secret_env_name(ref.name, ref.key)
+        value = self.secrets.get(label) or os.environ.get(env)
+        if not value:
+            raise PipelineSpecError(
+                f'vertex "{vertex.name}": source.http.auth.token needs secret {label}; give '
+                f"--secret {label}=TOKEN or set {env}"
+            )
+        return value

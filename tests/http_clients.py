@@ -1,0 +1,69 @@
+"""Small HTTP client helpers for tests that feed Numaflow HTTP sources."""
+
+from __future__ import annotations
+
+import http.client
+import socket
+import subprocess
+import time
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def post(
+    port: int,
+    vertex: str,
+    body: bytes,
+    event_time: int | None = None,
+    keys: str | None = None,
+    event_id: str | None = None,
+    token: str | None = None,
+    conn: http.client.HTTPConnection | None = None,
+) -> tuple[int, bytes]:
+    """POST one event to ``/vertices/{vertex}``; returns (status, reply body)."""
+    headers = {}
+    if event_time is not None:
+        headers["x-numaflow-event-time"] = str(event_time)
+    if keys is not None:
+        headers["x-numaflow-keys"] = keys
+    if event_id is not None:
+        headers["x-numaflow-id"] = event_id
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    own = conn is None
+    conn = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("POST", f"/vertices/{vertex}", body=body, headers=headers)
+        reply = conn.getresponse()
+        return reply.status, reply.read()
+    finally:
+        if own:
+            conn.close()
+
+
+def wait_healthy(
+    port: int,
+    proc: subprocess.Popen | None = None,
+    timeout: float = 120,
+    token: str | None = None,
+) -> None:
+    """Wait until ``GET /health`` answers 200 (fail early if ``proc`` exits)."""
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the run exited with {proc.returncode} before /health")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/health", headers=headers)
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"/health on port {port} did not answer 200 in {timeout} s")

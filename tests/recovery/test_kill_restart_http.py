@@ -1,0 +1,173 @@
+"""SIGKILL a Numaflow pipeline with an HTTP source while clients post; restart it.
+
+Every event that got a 200 must reach the file sink exactly once after the
+restart on the same recovery directory; events that got anything else (a reset
+connection when the run died) may or may not arrive, but never twice.
+
+The pipeline is ``http -> map-cat (builtin cat) -> sink``, its YAML loaded by a
+Python flow module that swaps the log sink for a ``FileOutput`` (``load(...,
+outputs=...)``) and keeps the HTTP journals next to the recovery directory.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.http_clients import free_port, post, wait_healthy
+
+PIPELINE = """
+apiVersion: numaflow.numaproj.io/v1alpha1
+kind: Pipeline
+metadata:
+  name: http-pipeline
+spec:
+  vertices:
+    - name: in
+      source:
+        http: {}
+    - name: cat
+      udf:
+        container:
+          image: quay.io/numaio/numaflow-go/map-cat:stable
+    - name: out
+      sink:
+        log: {}
+  edges:
+    - from: in
+      to: cat
+    - from: cat
+      to: out
+"""
+
+FLOW = """
+from flowspark.connectors.files import FileOutput
+from flowspark.pipeline import load
+
+flow = load({pipeline!r}, state_dir={journals!r}, outputs={{"out": FileOutput({out!r})}})
+"""
+
+ID = re.compile(r"id='([^']*)'")
+
+
+class Clients:
+    """``n`` keep-alive clients posting unique ids until stopped or the server dies."""
+
+    def __init__(self, port: int, prefix: str, n: int = 8) -> None:
+        self.port = port
+        self.acked: list[str] = []
+        self.other: list[str] = []
+        self._stop = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._client, args=(f"{prefix}-{c}",)) for c in range(n)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def _client(self, name: str) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        i = 0
+        while not self._stop.is_set():
+            event_id = f"{name}-{i}"
+            i += 1
+            try:
+                status, _ = post(self.port, "in", event_id.encode(), event_id=event_id, conn=conn)
+            except (OSError, http.client.HTTPException):
+                self.other.append(event_id)
+                return  # the run is gone
+            (self.acked if status == 200 else self.other).append(event_id)
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=60)
+
+
+def _start(flow_file: Path, recovery: Path, port: int, stderr: Path) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "flowspark.run", str(flow_file), "-r", str(recovery)]
+    return subprocess.Popen(
+        cmd,
+        stdout=subprocess.DEVNULL,
+        stderr=stderr.open("a"),
+        start_new_session=True,
+        env={**os.environ, "FLOWSPARK_HTTP_PORT": str(port), "PYTHONUNBUFFERED": "1"},
+    )
+
+
+def _ids(out: Path) -> list[str]:
+    return ID.findall(out.read_text()) if out.exists() else []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("post_seconds", "written_before_kill"),
+    [(1.0, 0), (4.0, 0), (1.0, 2000)],  # the last kills once the sink has written
+)
+def test_sigkill_under_http_load_then_restart_keeps_every_acknowledged_event_once(
+    tmp_path: Path, post_seconds: float, written_before_kill: int
+):
+    out = tmp_path / "out.txt"
+    recovery = tmp_path / "recovery"
+    flow_file = tmp_path / "httpflow.py"
+    journals = str(tmp_path / "journals")
+    flow_file.write_text(FLOW.format(pipeline=PIPELINE, journals=journals, out=str(out)))
+    port = free_port()
+
+    stderr = tmp_path / "stderr.txt"
+    proc = _start(flow_file, recovery, port, stderr)
+    wait_healthy(port, proc)
+    first = Clients(port, "run1")
+    time.sleep(post_seconds)
+    deadline = time.monotonic() + 120
+    while len(_ids(out)) < written_before_kill:
+        assert time.monotonic() < deadline and proc.poll() is None, "the sink wrote nothing"
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)  # the driver, Spark's JVM and workers, the fsyncer
+    proc.wait()
+    first.stop()
+    assert first.acked, "no event was acknowledged before the kill"
+    written_before_restart = len(_ids(out))
+
+    proc = _start(flow_file, recovery, port, stderr)
+    try:
+        wait_healthy(port, proc)
+        second = Clients(port, "run2", n=2)
+        time.sleep(1.0)
+        second.stop()
+        acked = first.acked + second.acked
+        deadline = time.monotonic() + 180
+        while not set(acked) <= set(_ids(out)):
+            assert proc.poll() is None, stderr.read_text()[-3000:]
+            assert time.monotonic() < deadline, (
+                f"{len(set(acked) - set(_ids(out)))} of {len(acked)} acknowledged "
+                f"events never reached the sink; stderr: {stderr.read_text()[-3000:]}"
+            )
+            time.sleep(0.5)
+        time.sleep(2.0)  # let any duplicate show up
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+    ids = _ids(out)
+    duplicates = [i for i, n in Counter(ids).items() if n > 1]
+    assert not duplicates, f"{len(duplicates)} events written twice, e.g. {duplicates[:3]}"
+    assert set(acked) <= set(ids)
+    assert set(ids) <= set(acked) | set(first.other) | set(second.other)  # nothing invented
+    print(
+        f"acked {len(first.acked)} + {len(second.acked)}; written before the restart "
+        f"{written_before_restart}; unacknowledged {len(first.other)}"
+    )

@@ -1,0 +1,202 @@
+"""Numaflow pipelines with HTTP sources, run by the CLI as a user runs them and fed
+by real HTTP clients: the accumulator page's example (two HTTP sources into an
+accumulator that joins and sorts, then a log sink) and the example pipelines
+with an HTTP source (bearer auth, builtin filter).
+
+Each test starts ``python -m flowspark.run pipeline.yaml`` in its own process (the
+HTTP server lives in the run), waits for ``GET /health`` to answer 200, posts, then
+stops the run with SIGINT.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.http_clients import free_port, post, wait_healthy
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data" / "numaflow"
+SORTER = ROOT / "examples" / "numaflow" / "udfs" / "stream_sorter.py"
+T0 = 1_700_000_000_000  # event times in epoch ms
+
+
+class Run:
+    """A ``python -m flowspark.run`` process whose stdout is collected as it comes."""
+
+    def __init__(self, args: list[str], tmp_path: Path, token: str | None = None) -> None:
+        self.port = free_port()
+        self.stderr_path = tmp_path / "stderr.txt"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "flowspark.run", *args, "--http-port", str(self.port)],
+            stdout=subprocess.PIPE,
+            stderr=self.stderr_path.open("w"),
+            text=True,
+            cwd=ROOT,
+        )
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        try:
+            wait_healthy(self.port, self.proc, timeout=120, token=token)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def log_records(self) -> list[dict]:
+        """The log sink's records so far (Numaflow's JSON log lines), parsed."""
+        records = []
+        for line in list(self.lines):
+            if not line.startswith("{"):
+                continue
+            text = json.loads(line)["message"]
+            payload, rest = text.removeprefix("Payload - ").split(" Keys - ", 1)
+            keys, rest = rest.split(" EventTime - ", 1)
+            event_time, rest = rest.split(" Headers - ", 1)
+            records.append(
+                {
+                    "payload": payload,
+                    "keys": keys,
+                    "event_time": int(event_time),
+                    "id": rest.rsplit(" ID - ", 1)[1],
+                }
+            )
+        return records
+
+    def wait_for(self, predicate, timeout: float, poke=None) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return
+            assert self.proc.poll() is None, self.stderr_path.read_text()[-3000:]
+            if poke is not None:
+                poke()
+            time.sleep(0.5)
+        raise AssertionError(
+            f"timed out; stdout so far:\n{chr(10).join(self.lines[-20:])}\n"
+            f"stderr:\n{self.stderr_path.read_text()[-3000:]}"
+        )
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._reader.join(timeout=10)
+        return self.proc.returncode
+
+
+@pytest.fixture
+def runs():
+    started: list[Run] = []
+    yield started
+    for run in started:
+        run.stop()
+
+
+def test_the_accumulator_pages_pipeline_joins_and_sorts_two_http_clients(tmp_path, runs):
+    # The page's YAML unchanged; its stream-sorter image runs as the Python StreamSorter.
+    run = Run(
+        [
+            str(DATA / "accumulator-page.yaml"),
+            "--udf",
+            f"accum={SORTER}",
+            "-r",
+            str(tmp_path / "recovery"),
+        ],
+        tmp_path,
+    )
+    runs.append(run)
+    keys = ["k0", "k1", "k2"]
+    # Ten events per key, 1 s apart in event time. Each source is fed in event-time
+    # order (as one producer's stream is), the even seconds to http-one, the odd ones
+    # to http-two, one source after the other: the accumulator sees them out of order
+    # (0, 2, 4, ..., then 1, 3, ...) and must join and sort them. The vertex
+    # watermark (the least over both sources) holds until http-two catches up, so
+    # none of them is behind it when it arrives.
+    events = [(key, T0 + i * 1000) for i in range(10) for key in keys]
+    halves = {
+        "http-one": [(k, t) for k, t in events if (t - T0) // 1000 % 2 == 0],
+        "http-two": [(k, t) for k, t in events if (t - T0) // 1000 % 2 == 1],
+    }
+
+    def client(vertex: str) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", run.port, timeout=30)  # keep-alive
+        for key, t in halves[vertex]:
+            body = f"{key}@{t - T0}".encode()
+            status, _ = post(run.port, vertex, body, t, key, f"{key}-{t}", conn=conn)
+            assert status == 200
+        conn.close()
+
+    for vertex in halves:  # a real client each, one after the other
+        thread = threading.Thread(target=client, args=(vertex,))
+        thread.start()
+        thread.join()
+        time.sleep(1.5)  # http-one's events are read (and kept) before http-two's come
+    # Later events on both sources move the vertex watermark (the least over the two
+    # sources) past every event above; the sorter releases a key's kept events when
+    # a datum arrives with a later watermark. Event times stay within the 10 s
+    # timeout of each key's latest event, so no key closes before that.
+    step = iter(range(12_000, 19_000, 500))
+
+    def poke() -> None:
+        t = T0 + next(step, 18_500)
+        for vertex in halves:
+            for key in keys:
+                post(run.port, vertex, f"{key}@tick".encode(), t, key, f"{vertex}-{key}-{t}")
+
+    def released() -> bool:
+        got = {r["id"] for r in run.log_records()}
+        return all(f"{key}-{t}" in got for key, t in events)
+
+    run.wait_for(released, timeout=90, poke=poke)
+    records = [r for r in run.log_records() if "@tick" not in r["payload"]]
+    for key in keys:
+        mine = [r for r in records if r["keys"] == key]
+        times = [r["event_time"] for r in mine]
+        assert times == [T0 + i * 1000 for i in range(10)], (key, times)  # once, sorted
+        assert [r["payload"] for r in mine] == [f"{key}@{i * 1000}" for i in range(10)]
+
+
+def test_numaflows_http_filter_pipeline_with_bearer_auth(tmp_path, runs):
+    # 3-pipeline-filter: http with auth.token from secret my-secret/my-key, then the
+    # map-filter-id image as the builtin filter ``int(json(payload).id) < 100``.
+    run = Run(
+        [
+            str(DATA / "3-pipeline-filter.yaml"),
+            "--secret",
+            "my-secret/my-key=s3cret",
+            "-r",
+            str(tmp_path / "recovery"),
+        ],
+        tmp_path,
+        token="s3cret",
+    )
+    runs.append(run)
+    vertex = "in"
+    assert post(run.port, vertex, b'{"id": 1}', token=None)[0] == 401
+    assert post(run.port, vertex, b'{"id": 1}', token="wrong")[0] == 401
+    for n in (5, 150, 99, 100, 7):
+        body = json.dumps({"id": n, "msg": "hello"}).encode()
+        assert post(run.port, vertex, body, token="s3cret", event_id=f"e{n}")[0] == 200
+    assert post(run.port, vertex, b'{"id": 5}', token="s3cret", event_id="e5")[0] == 409
+    run.wait_for(lambda: len(run.log_records()) >= 3, timeout=90)
+    time.sleep(2)  # nothing more may come
+    ids = sorted(json.loads(r["payload"])["id"] for r in run.log_records())
+    assert ids == [5, 7, 99]
