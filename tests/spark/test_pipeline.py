@@ -134,3 +134,27 @@ def test_an_image_without_a_python_handler_fails_before_spark_with_how_to_give_o
     message = str(caught.value)
     assert "even-odd" in message and "--udf even-odd=" in message
     assert "flowspark.io/udf.even-odd" in message
+
+
+@pytest.mark.parametrize(
+    "example",
+    [
+        "1-simple-pipeline",
+        "1-simple-pipeline-keys",
+        "1-simple-pipeline-wm-disabled",
+        "5-auto-scaling",
+        "9-multi-partition-pipeline",
+    ],
+)
+def test_numaflows_generator_examples_marked_runnable_with_builtins_run_unchanged(
+    example, capfd
+):
+    # Numaflow's README class B with a generator source (the HTTP ones:
+    # tests/spark/test_pipeline_http.py): the YAML file as Numaflow ships it.
+    _run_bounded(load(DATA / f"{example}.yaml"))
+    records = _log_records(capfd.readouterr().out)
+    assert records
+    for record in records:
+        payload = json.loads(record["payload"])
+        assert set(payload) == {"id", "value"}
+        assert record["id"]

@@ -118,3 +118,32 @@ def test_a_udf_flag_for_no_vertex_and_a_missing_file(tmp_path, no_spark):
     done = _run(tmp_path / "absent.yaml", no_spark)
     assert done.returncode != 0
     assert done.stderr.strip() == f"flowspark.run: no such file: {tmp_path / 'absent.yaml'}"
+
+
+def test_kubernetes_only_fields_are_listed_once_in_one_warning(caplog):
+    from flowspark.pipeline import load
+
+    text = GOOD.replace(
+        "  name: p\n", "  name: p\n  annotations:\n    flowspark.io/udf.cat: cat.py\n"
+    ).replace(
+        "    - name: cat\n", "    - name: cat\n      scale: {min: 1, max: 3}\n      partitions: 2\n"
+    )
+    with caplog.at_level("WARNING", logger="flowspark.pipeline"):
+        load(text)
+    warnings = [r.getMessage() for r in caplog.records if r.name.startswith("flowspark.pipeline")]
+    assert len(warnings) == 1
+    assert "spec.vertices[1].scale" in warnings[0]
+    assert "spec.vertices[1].partitions" in warnings[0]
+    assert "annotations" not in warnings[0]  # flowspark's own annotation is read
+
+
+def test_outputs_replace_sink_vertices_by_name():
+    from flowspark.pipeline import PipelineSpecError, load
+    from flowspark.testing import TestingOutput
+
+    out: list = []
+    flow = load(GOOD, outputs={"out": TestingOutput(out)})
+    sink = [s for s in flow.steps if s.step_id == "out"][0]
+    assert sink.args["output"].__class__.__name__ == "TestingOutput"
+    with pytest.raises(PipelineSpecError, match="outputs names no sink vertex: cat"):
+        load(GOOD, outputs={"cat": TestingOutput(out)})

@@ -128,6 +128,11 @@ def build(
 ) -> Dataflow:
     """``spec`` as a Dataflow (see :func:`load` for the arguments)."""
     ignored = [f for f in spec.ignored if not _is_flowspark_annotation(f, spec)]
+    ignored += [
+        f"spec.vertices[{i}].partitions"  # Spark's tasks follow the cores
+        for i, v in enumerate(spec.vertices)
+        if v.partitions > 1
+    ]
     if ignored:
         log.warning(
             "pipeline %s: ignoring fields that only matter on Kubernetes: %s",
