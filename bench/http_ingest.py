@@ -224,15 +224,16 @@ async def _load(
     return load.acked, load.waits, dict(load.other), time.time() - started
 
 
-def _release(base: str, vertices: list[str]) -> None:
+def _release(base: str, vertices: list[str], last_ms: int) -> None:
     """The stream sorter releases a key's kept events when a datum with a later
-    watermark arrives (Numaflow's example keeps what is left when the key times
-    out): post one later event per key to every source, twice, within the 10 s
-    timeout, so every acknowledged event has left by the sorter's own rule."""
+    watermark arrives, and drops what it still keeps when the key times out (as
+    Numaflow's example does). Once the backlog is through, post one later event
+    per key to every source, twice, with event times within the 10 s timeout of
+    the last event sent, so every acknowledged event leaves by the sorter's rule."""
     import urllib.request
 
     for round_ in range(2):
-        now = int(time.time() * 1000)
+        now = last_ms + 3000 * (round_ + 1)
         for vertex in vertices:
             for key in range(16):
                 request = urllib.request.Request(
@@ -309,8 +310,15 @@ def run_pipeline(name: str, clients: int, seconds: float, drain_s: float) -> dic
         log(f"{name}: healthy; {clients} clients for {seconds:g} s")
         acked, waits, other, load_s = asyncio.run(_load(port, vertices, clients, seconds))
         log(f"{name}: {len(acked)} acknowledged; draining")
-        if name == "accumulator":
-            _release(base, vertices)
+        if name == "accumulator":  # wait for the backlog, then release what is kept
+            seen, stable_since = _read_sink(sink_file), time.time()
+            give_up = time.time() + drain_s
+            while time.time() - stable_since < 5 and time.time() < give_up:
+                time.sleep(1)
+                now_seen = _read_sink(sink_file)
+                if len(now_seen) != len(seen):
+                    seen, stable_since = now_seen, time.time()
+            _release(base, vertices, max(acked.values(), default=0))
         deadline = time.time() + drain_s
         seen = _read_sink(sink_file)
         while time.time() < deadline and not set(acked) <= set(seen):
