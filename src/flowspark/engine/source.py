@@ -44,6 +44,7 @@ import base64
 import pickle
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -145,14 +146,40 @@ class _MarkerSplit(Split):
         return iter(())
 
 
+def upstream_id(step_id: str, part: str, piece: int = 0) -> int:
+    """A stable id of an input part (and piece of it) as the upstream of keyed steps.
+
+    Keyed steps with a clock per key take the least over their upstreams; the id
+    must not depend on which parts have data in a micro-batch (Spark's partition
+    numbers do). Bit 62 set: never one of a keyed stage's partition numbers.
+
+    >>> upstream_id("inp", "a") == upstream_id("inp", "a") != upstream_id("inp", "b")
+    True
+    """
+    crc = zlib.crc32(f"{step_id}\0{part}".encode())
+    return (1 << 30 | (crc & 0x3FFF_FFFF)) << 32 | (piece & 0xFFF) << 20
+
+
 class _ItemsSplit(Split):
     """Items read on the driver, shipped encoded inside the partition."""
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, upstream: int | None = None) -> None:
         self.data = data
+        self.upstream = upstream
 
     def read(self) -> Iterator[Any]:
         yield decode_items(self.data)
+
+
+class _PartSplit(Split):
+    """A seekable input's split, with the upstream id of the part it reads."""
+
+    def __init__(self, split: Split, upstream: int) -> None:
+        self.split = split
+        self.upstream = upstream
+
+    def read(self) -> Iterator[Any]:
+        return self.split.read()
 
 
 def _b64(obj: Any) -> str:
@@ -236,7 +263,8 @@ class _SeekableOffsets:
         pieces = max(1, self.parallelism // max(1, len(ranges)))
         out: list[Split] = []
         for part, s, e in ranges:
-            out.extend(self.input.splits(part, s, e, pieces))
+            for piece, split in enumerate(self.input.splits(part, s, e, pieces)):
+                out.append(_PartSplit(split, upstream_id(self.spec.step_id, part, piece)))
         return out
 
     def commit(self, end: dict) -> None:
@@ -533,7 +561,7 @@ class _DriverReadOffsets:
             if len(buffered) != pos["n"] - lo:  # a replay after a restart: read it again
                 buffered = self._reread(part, begun.get(part), pos, pos["n"] - lo)
             items = [x for chunk in buffered for x in chunk]
-            out.append(_ItemsSplit(encode_items(items)))
+            out.append(_ItemsSplit(encode_items(items), upstream_id(self.spec.step_id, part)))
         return out
 
     def _reread(
@@ -735,7 +763,8 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             return
         program = pickle.loads(self.programs[entry])
         feeds = ((int(entry), items) for items in split.read())
-        yield from run_program(program, feeds, task_context(), self.spread, ts)
+        upstream = getattr(split, "upstream", None)
+        yield from run_program(program, feeds, task_context(), self.spread, ts, upstream)
 
 
 class FlowsparkSource(DataSource):

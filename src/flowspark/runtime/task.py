@@ -327,16 +327,20 @@ def run_program(
     ctx: StageContext,
     spread: int = 1,
     ts_ms: int = 0,
+    upstream: int | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Run ``program`` over ``(entry step, items)`` feeds; yield rows of what leaves.
 
     Items bound for a later level are cut into ``spread`` pieces so the
-    exchange in between can spread them over partitions.
+    exchange in between can spread them over partitions. Keyed chunks carry
+    their order: ``upstream`` (a stable id of the input part read, see
+    ``engine.source.upstream_id``; default the task's partition) in the high 32
+    bits, then the chunk's number.
     """
     tune_gc()
     rows = RowBuffer()
     captured = capture_stdout()
-    order = ctx.worker << 32
+    order = upstream if upstream is not None else ctx.worker << 32
     keyed = KeyedBuffer(program, whole=ts_ms == WHOLE_INPUT_MS)
     read = 0
     for entry, items in feeds:
