@@ -31,6 +31,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from flowspark.api.udf import sink as _sink
+from flowspark.api.udf import transform as _transform
 from flowspark.api.udf.servers import (
     MAX_MESSAGE_SIZE,
     NUM_THREADS_DEFAULT,
@@ -55,6 +56,9 @@ __all__ = [
     "ReduceAsyncServer",
     "SinkServer",
     "SinkAsyncServer",
+    "SourceTransformServer",
+    "SourceTransformAsyncServer",
+    "SourceTransformMultiProcServer",
 ]
 
 MAP_SOCK_PATH = "/var/run/numaflow/map.sock"
@@ -364,3 +368,43 @@ class SinkServer(_SinkServing, _sink.SinkServer):
 
 class SinkAsyncServer(_SinkServing, _sink.SinkAsyncServer):
     """pynumaflow's ``sinker.SinkAsyncServer``: a Sinker instance or an async function."""
+
+
+class _TransformServing:
+    """``start()``: transform stdin's datums locally (instead of serving gRPC); each
+    output datum is printed as a JSON line.
+
+    >>> from datetime import datetime, timezone
+    >>> from flowspark.sourcetransformer import Message, Messages
+    >>> def handler(keys, datum):
+    ...     return Messages(Message(datum.value, datetime(2022, 1, 1, tzinfo=timezone.utc), keys))
+    >>> SourceTransformServer(handler).start_lines(['{"keys": ["k"], "value": "v", "id": "1"}'])
+    {"keys": ["k"], "value": "v", "tags": [], "event_time": "2022-01-01T00:00:00+00:00", ...}
+    """
+
+    def start(self) -> None:
+        """Run the handler over datums from stdin; print each output as a JSON line."""
+        start_or_capture(self, lambda: self.start_lines(sys.stdin))
+
+    def start_lines(self, lines: Iterable[str]) -> None:
+        """Like :meth:`start`, over ``lines`` instead of stdin."""
+        from flowspark.runtime.transform import TransformRunner
+
+        run = TransformRunner(self)
+        for number, line in enumerate(lines, 1):
+            if line.strip():
+                for out in run(parse_datum_line(line, number)):
+                    print(datum_json(out))
+        sys.stdout.flush()
+
+
+class SourceTransformServer(_TransformServing, _transform.SourceTransformServer):
+    """pynumaflow's ``SourceTransformServer``: a SourceTransformer instance or a function."""
+
+
+class SourceTransformAsyncServer(_TransformServing, _transform.SourceTransformAsyncServer):
+    """pynumaflow's ``SourceTransformAsyncServer``: a SourceTransformer or an async function."""
+
+
+class SourceTransformMultiProcServer(_TransformServing, _transform.SourceTransformMultiProcServer):
+    """pynumaflow's ``SourceTransformMultiProcServer``: as SourceTransformServer."""

@@ -35,6 +35,7 @@ FACES = [
     "reducestreamer",
     "accumulator",
     "sinker",
+    "sourcetransformer",
 ]
 
 

@@ -39,7 +39,7 @@ from flowspark.api.udf.servers import (
     NumaflowServer,
     derives_from,
 )
-from flowspark.api.udf.types import Datum as _BaseDatum
+from flowspark.api.udf.types import MetadataDatum as _BaseDatum
 from flowspark.api.udf.types import _validate_message_fields
 
 __all__ = [
@@ -79,7 +79,7 @@ class Datum(_BaseDatum):
     raises pynumaflow's ``TypeError("Wrong data type: ... for Datum.event_time")``.
     """
 
-    __slots__ = ("_user_metadata", "_system_metadata")
+    __slots__ = ()
 
     def __init__(
         self,
@@ -95,16 +95,6 @@ class Datum(_BaseDatum):
         super().__init__(keys, value, event_time, watermark, headers, id=sink_msg_id or "")
         self._user_metadata = user_metadata
         self._system_metadata = system_metadata
-
-    @property
-    def user_metadata(self) -> Any:
-        """The user metadata given at construction (``None`` when none)."""
-        return self._user_metadata
-
-    @property
-    def system_metadata(self) -> Any:
-        """The system metadata given at construction (``None`` when none)."""
-        return self._system_metadata
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return (

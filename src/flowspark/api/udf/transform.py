@@ -35,7 +35,7 @@ from flowspark.api.udf.servers import (
 )
 from flowspark.api.udf.times import UTCDateTime, as_utc
 from flowspark.api.udf.types import DROP, Messages, _validate_message_fields
-from flowspark.api.udf.types import Datum as _BaseDatum
+from flowspark.api.udf.types import MetadataDatum as _BaseDatum
 
 __all__ = [
     "Datum",
@@ -66,7 +66,7 @@ class Datum(_BaseDatum):
     raises pynumaflow's ``TypeError("Wrong data type: ... for Datum.event_time")``.
     """
 
-    __slots__ = ("_user_metadata", "_system_metadata")
+    __slots__ = ()
 
     def __init__(
         self,
@@ -81,16 +81,6 @@ class Datum(_BaseDatum):
         super().__init__(keys, value, event_time, watermark, headers)
         self._user_metadata = user_metadata
         self._system_metadata = system_metadata
-
-    @property
-    def user_metadata(self) -> Any:
-        """The user metadata given at construction (``None`` when none)."""
-        return self._user_metadata
-
-    @property
-    def system_metadata(self) -> Any:
-        """The system metadata given at construction (``None`` when none)."""
-        return self._system_metadata
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return (
