@@ -912,11 +912,22 @@ batch_steps = st.lists(
 )
 
 
-def _run_steps(logic: Any, steps: list, lose_workers: bool) -> tuple[list, list]:
+def _run_steps(
+    logic: Any, steps: list, lose_workers: bool, twin_workers: bool = False
+) -> tuple[list, list]:
+    """Drive ``logic`` through ``steps``. ``lose_workers``: the Python worker (its live
+    handlers) is lost before a batch flagged so; ``twin_workers``: such a batch runs
+    in the other of two workers, whose handlers are behind (caught up from the WAL)."""
     driver = AccDriver(logic)
     now = 0
+    other: dict = {}
     for n, (key, times, step, lose) in enumerate(steps):
         now += step
+        if twin_workers and lose:
+            mine = dict(live_handlers())
+            live_handlers().clear()
+            live_handlers().update(other)
+            other = mine
         if lose_workers and lose:
             live_handlers().clear()
         driver.due_timers(now)
@@ -949,8 +960,10 @@ def test_accumulate_rebuild_equivalence(steps, kind, delay):
     normal, _ = _run_steps(logic(), steps, False)
     forced, _ = _run_steps(logic(force_rebuild=True), steps, False)
     lost, _ = _run_steps(logic(), steps, True)
+    twins, _ = _run_steps(logic(), steps, False, twin_workers=True)
     assert forced == normal
     assert lost == normal
+    assert twins == normal
     if kind == "sorter":  # every datum comes out exactly once
         assert sorted(f[4] for f in normal) == sorted(
             f"id-{n}-{j}" for n, (_, times, _, _) in enumerate(steps) for j in range(len(times))
@@ -973,7 +986,8 @@ def test_reduce_stream_rebuild_equivalence(steps, lateness):
     normal, normal_late = _run_steps(logic(), steps, False)
     forced, forced_late = _run_steps(logic(force_rebuild=True), steps, False)
     lost, lost_late = _run_steps(logic(), steps, True)
-    assert forced == normal and lost == normal
+    twins, _ = _run_steps(logic(), steps, False, twin_workers=True)
+    assert forced == normal and lost == normal and twins == normal
     assert [d.id for d in forced_late] == [d.id for d in normal_late] == [d.id for d in lost_late]
 
 

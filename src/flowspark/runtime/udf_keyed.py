@@ -9,9 +9,11 @@ The running handler itself stays in this Python process's registry. When the
 handler found there does not match the handle (a restart, a retried batch, a
 task that landed on another Python worker), it is rebuilt: a fresh handler is
 fed the WAL batch by batch, and what it puts during the replay is dropped,
-since those outputs were emitted before. The result is the same as if the
-handler had never stopped — for handlers that are deterministic in their
-datums, which is what Numaflow's own WAL replay assumes too.
+since those outputs were emitted before. A handler of the same incarnation that
+is only behind (the key's last batches ran in the other pooled Python worker) is
+fed just the datums it missed. The result is the same as if the handler had
+never stopped — for handlers that are deterministic in their datums, which is
+what Numaflow's own WAL replay assumes too.
 
 Time: one clock per key (:class:`KeyClock`): the watermark is the key's latest
 event time minus ``watermark_delay``; a key without datums for a while (the
@@ -284,14 +286,32 @@ class _UdfLogic(KeyedLogic):
         """The live handler matching ``handle``, else one rebuilt from ``replay()``
         (the WAL's batches for it, read only when needed)."""
         run = _LIVE.get((self.run_id, self.step_id, key, window))
-        if run is not None and not self.force_rebuild and (run.gen, run.fed) == handle:
-            return run
+        if run is not None and not self.force_rebuild:
+            if (run.gen, run.fed) == handle:
+                return run
+            if run.gen == handle[0] and run.fed < handle[1]:
+                # The same incarnation, behind: the key's last batches ran in another
+                # Python worker. Feed it only the datums it missed (the WAL holds every
+                # datum of this incarnation, in order), not the whole history.
+                self._catch_up(run, key, replay(), run.fed)
+                if run.fed == handle[1]:
+                    return run
         if run is not None:
             run.close()
         run = self._open(key, window)
-        for datums in replay():
-            self._feed(run, key, datums)  # outputs were emitted before: dropped
+        run.gen = handle[0]  # the same incarnation, rebuilt: a twin elsewhere may catch up
+        self._catch_up(run, key, replay(), 0)
         return run
+
+    def _catch_up(self, run: HandlerRun, key: str, batches: list[list[Any]], skip: int) -> None:
+        """Feed ``run`` the WAL's datums after the first ``skip``; what it puts was
+        emitted before (by this handler's twin in another process): dropped."""
+        for datums in batches:
+            if skip >= len(datums):
+                skip -= len(datums)
+                continue
+            self._feed(run, key, datums[skip:])
+            skip = 0
 
     def _forget(self, key: str, window: Any) -> None:
         run = _LIVE.pop((self.run_id, self.step_id, key, window), None)
