@@ -171,7 +171,7 @@ def test_post_200_is_journaled_before_the_reply(make_server, tmp_path):
     # durable before the reply: the synced length already covers the record
     records = read_journal(tmp_path / "journal" / "in.journal")
     assert [(r.id, r.payload) for r in records] == [("id-1", b"hello")]
-    synced = struct.unpack("<Q", (tmp_path / "journal" / "in.journal.synced").read_bytes())[0]
+    synced = struct.unpack_from("<Q", (tmp_path / "journal" / "in.journal.synced").read_bytes())[0]
     assert synced == records[-1].end == (tmp_path / "journal" / "in.journal").stat().st_size
 
 
@@ -957,3 +957,42 @@ def test_a_busy_port_fails_start_and_releases_the_journal(make_server, tmp_path)
         second.start()
     third = make_server(directory=tmp_path / "other")  # the journal lock was released
     assert post(third)[0] == 200
+
+
+def _hammer_synced(path: str, stop: Any) -> None:
+    import mmap as _mmap
+
+    from flowspark.connectors.http import _pack_synced
+
+    fd = os.open(path, os.O_RDWR)
+    view = _mmap.mmap(fd, len(_pack_synced(0)))
+    size = 116_710_281
+    while not stop.is_set():
+        size += 12_345
+        view[:] = _pack_synced(size)
+
+
+def test_a_reader_never_sees_a_torn_synced_length(tmp_path):
+    # The server updates the synced length in place while readers read it; a torn
+    # read once gave a reader 0 and stopped a run ("the journal was replaced or lost").
+    import multiprocessing
+
+    from flowspark.connectors.http import _pack_synced, _read_synced
+
+    path = str(tmp_path / "in.journal.synced")
+    with open(path, "wb") as f:
+        f.write(_pack_synced(116_710_281))
+    ctx = multiprocessing.get_context("fork")
+    stop = ctx.Event()
+    writer = ctx.Process(target=_hammer_synced, args=(path, stop))
+    writer.start()
+    try:
+        last, reads, until = 0, 0, time.monotonic() + 1.5
+        while time.monotonic() < until:
+            size = _read_synced(path)
+            assert size is not None and size >= max(last, 116_710_281)
+            last, reads = size, reads + 1
+    finally:
+        stop.set()
+        writer.join(10)
+    assert reads > 1000
