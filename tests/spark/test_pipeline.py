@@ -12,29 +12,13 @@ import pytest
 
 from flowspark.engine.query import RunConfig, run_flow
 from flowspark.pipeline.build import load
+from tests.numaflow_log import log_records
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "numaflow"
 
 
-def _log_records(text: str) -> list[dict[str, str]]:
-    """The log sink's records in captured stdout, parsed from Numaflow's text."""
-    records = []
-    for line in text.splitlines():
-        if not line.startswith("{"):
-            continue
-        message = json.loads(line)["message"]
-        payload, rest = message.removeprefix("Payload - ").split(" Keys - ", 1)
-        keys, rest = rest.split(" EventTime - ", 1)
-        event_time, rest = rest.split(" Headers - ", 1)
-        records.append(
-            {
-                "payload": payload,
-                "keys": keys,
-                "event_time": event_time,
-                "id": rest.split(" ID - ")[1],
-            }
-        )
-    return records
+def _log_records(text: str) -> list[dict]:
+    return log_records(text.splitlines())
 
 
 def _run_bounded(flow) -> None:

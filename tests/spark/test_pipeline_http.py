@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.http_clients import free_port, post, wait_healthy
+from tests.numaflow_log import log_records
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "numaflow"
@@ -58,23 +59,7 @@ class Run:
 
     def log_records(self) -> list[dict]:
         """The log sink's records so far (Numaflow's JSON log lines), parsed."""
-        records = []
-        for line in list(self.lines):
-            if not line.startswith("{"):
-                continue
-            text = json.loads(line)["message"]
-            payload, rest = text.removeprefix("Payload - ").split(" Keys - ", 1)
-            keys, rest = rest.split(" EventTime - ", 1)
-            event_time, rest = rest.split(" Headers - ", 1)
-            records.append(
-                {
-                    "payload": payload,
-                    "keys": keys,
-                    "event_time": int(event_time),
-                    "id": rest.rsplit(" ID - ", 1)[1],
-                }
-            )
-        return records
+        return log_records(list(self.lines))
 
     def wait_for(self, predicate, timeout: float, poke=None) -> None:
         deadline = time.monotonic() + timeout

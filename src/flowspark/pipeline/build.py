@@ -139,8 +139,9 @@ def build(
             spec.name,
             ", ".join(ignored),
         )
-    builder = _Builder(spec, base_dir or Path.cwd(), dict(udfs or {}), dict(secrets or {}))
-    builder.replaced_outputs = dict(outputs or {})
+    builder = _Builder(
+        spec, base_dir or Path.cwd(), dict(udfs or {}), dict(secrets or {}), dict(outputs or {})
+    )
     return builder.build(state_dir, http_host, http_port, certfile, keyfile)
 
 
@@ -153,7 +154,12 @@ def _is_flowspark_annotation(field: str, spec: PipelineSpec) -> bool:
 
 class _Builder:
     def __init__(
-        self, spec: PipelineSpec, base_dir: Path, udfs: dict[str, Any], secrets: dict[str, str]
+        self,
+        spec: PipelineSpec,
+        base_dir: Path,
+        udfs: dict[str, Any],
+        secrets: dict[str, str],
+        replaced_outputs: dict[str, Any],
     ) -> None:
         self.spec = spec
         self.base_dir = base_dir
@@ -164,7 +170,7 @@ class _Builder:
             raise PipelineSpecError(f"--udf names no vertex of the pipeline: {', '.join(unknown)}")
         self.flow = Dataflow(spec.name)
         self.outputs: dict[str, Stream] = {}
-        self.replaced_outputs: dict[str, Any] = {}
+        self.replaced_outputs = replaced_outputs
 
     # -- the graph ---------------------------------------------------------------
 

@@ -19,9 +19,7 @@ messages are dropped.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
-import threading
 from typing import Any
 
 from flowspark.api.udf.times import as_utc
@@ -31,35 +29,11 @@ from flowspark.api.udf.types import DROP, Datum
 from flowspark.runtime.datums import as_datum
 from flowspark.runtime.errors import short_repr
 from flowspark.runtime.udf_run import event_loop
+from flowspark.shared.asyncrun import run_to_completion
 
 __all__ = ["TransformRunner"]
 
 _NOT_A_MESSAGE = "a source transformer must return sourcetransformer.Message objects"
-
-
-def _run_async(awaitable: Any) -> Any:
-    """Finish ``awaitable`` on this worker's loop (a helper thread's, if one is running)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return event_loop().run_until_complete(awaitable)
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        async def main() -> Any:
-            return await awaitable
-
-        try:
-            box["result"] = asyncio.run(main())
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name="flowspark-sourcetransform")
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
 
 
 def _as_transform_datum(datum: Datum) -> TransformDatum:
@@ -91,7 +65,10 @@ class TransformRunner:
         datum = item if isinstance(item, Datum) else as_datum(item, "a source transformer")
         result = self.handler(list(datum._keys), _as_transform_datum(datum))
         if inspect.isawaitable(result):
-            result = _run_async(result)
+            pending = result
+            result = run_to_completion(
+                lambda: pending, event_loop(), thread_name="flowspark-sourcetransform"
+            )
         if result is None:
             raise TypeError(f"source transformer {self.handler!r} returned None; expected Messages")
         return [out for out in (self._output(m, datum) for m in result) if out is not None]

@@ -21,14 +21,12 @@ User/system metadata are stored as given (flowspark does not fill them).
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import os
-import threading
 import warnings
 from abc import ABCMeta, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar, TypeVar
@@ -41,6 +39,7 @@ from flowspark.api.udf.servers import (
 )
 from flowspark.api.udf.types import MetadataDatum as _BaseDatum
 from flowspark.api.udf.types import _validate_message_fields
+from flowspark.shared.asyncrun import run_to_completion
 
 __all__ = [
     "Datum",
@@ -303,32 +302,6 @@ async def _aiter(datums: list[Any]) -> AsyncIterator[Any]:
         yield datum
 
 
-def _run(awaitable_factory: Callable[[], Awaitable[Any]]) -> Any:
-    """Run a coroutine to completion, in a fresh thread when this one runs a loop."""
-
-    async def main() -> Any:
-        return await awaitable_factory()
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(main())
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["result"] = asyncio.run(main())
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name="flowspark-udsink")
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
-
-
 def run_sink_handler(handler: Any, datums: Iterable[Datum]) -> list[Any]:
     """Call a sink handler with one batch of datums; return its responses as a list.
 
@@ -339,13 +312,13 @@ def run_sink_handler(handler: Any, datums: Iterable[Datum]) -> list[Any]:
     fn = sink_handler(handler)
     batch = list(datums)
     if _is_async(fn):
-        result = _run(lambda: fn(_aiter(batch)))
+        result = run_to_completion(lambda: fn(_aiter(batch)), thread_name="flowspark-udsink")
     else:
         result = fn(iter(batch))
         if inspect.isawaitable(result):  # an async callable not detected up front
             if inspect.iscoroutine(result):
                 result.close()
-            result = _run(lambda: fn(_aiter(batch)))
+            result = run_to_completion(lambda: fn(_aiter(batch)), thread_name="flowspark-udsink")
     if result is None:
         raise TypeError(f"sink handler {fn!r} returned None; expected Responses")
     return list(result)
