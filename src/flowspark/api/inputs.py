@@ -144,10 +144,21 @@ class SeekableInput(Input):
     """
 
     batch_size: int = 1000
+    # A live input (a broker's stream) keeps growing: a run that goes on until its
+    # inputs end asks ``end_offset`` again before each micro-batch (every
+    # ``poll_interval`` while nothing is new) and never ends; ``--bounded`` stops
+    # at the end offsets of its first look. A finite input (False) ends there always.
+    live: bool = False
+    poll_interval: timedelta = timedelta(milliseconds=50)
 
     @abstractmethod
     def list_parts(self) -> list[str]:
         """Names of all partitions of this input."""
+
+    def start_offset(self, part: str) -> int:
+        """Where a fresh run starts reading ``part`` (recorded in the checkpoint before
+        the first read when not 0, so a replayed first batch starts there too)."""
+        return 0
 
     @abstractmethod
     def end_offset(self, part: str) -> int:

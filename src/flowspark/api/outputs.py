@@ -59,7 +59,14 @@ class PartitionedOutput(Output):
 
 
 class StatelessSink(ABC):
-    """A writer built by a :class:`DynamicOutput`."""
+    """A writer built by a :class:`DynamicOutput`.
+
+    A flowspark extension, optional: a sink with ``begin_batch(batch_id, run_token)``
+    has it called before each micro-batch's writes, with the micro-batch id and a
+    token that stays the same for the life of the recovery directory. A sink that
+    names its writes by them (a broker's message id) names a replayed batch's
+    writes as the first attempt did, so the broker can drop them as duplicates.
+    """
 
     @abstractmethod
     def write_batch(self, items: list[Any]) -> None:

@@ -120,15 +120,24 @@ def _per_batch(config: RunConfig) -> bool:
     return config.epoch_interval is not None and config.epoch_interval <= timedelta(0)
 
 
-def _check_inputs(plan: Plan) -> None:
-    """Fail before Spark starts when an input cannot be read at all."""
-    for i in plan.inputs:
-        inp = plan.step(i).args["input"]
-        if isinstance(inp, SeekableInput):
-            try:
-                inp.list_parts()
-            except Exception as exc:
-                raise type(exc)(f"input {plan.step(i).step_id!r}: {exc}") from exc
+def _check_connectors(plan: Plan) -> None:
+    """Fail before Spark starts when an input cannot be read at all, or an output
+    that can check itself (a broker's) cannot be written."""
+    checks: list[tuple[str, int, Any]] = [
+        ("input", i, plan.step(i).args["input"].list_parts)
+        for i in plan.inputs
+        if isinstance(plan.step(i).args["input"], SeekableInput)
+    ]
+    checks += [
+        ("output", o, check)
+        for o in plan.outputs
+        if (check := getattr(plan.step(o).args["output"], "check", None)) is not None
+    ]
+    for kind, index, check in checks:
+        try:
+            check()
+        except Exception as exc:
+            raise type(exc)(f"{kind} {plan.step(index).step_id!r}: {exc}") from exc
 
 
 def _stage_function(program_bytes: bytes, entries: frozenset[int], spread: int) -> Any:
@@ -185,7 +194,7 @@ def run_flow(flow: Dataflow, config: RunConfig | None = None) -> RunReport:
 
     config = config or RunConfig()
     plan = build_plan(flow)
-    _check_inputs(plan)
+    _check_connectors(plan)
     _register_user_modules(plan)
     spark = get_session(config.master, config.verbose)
     parallelism = session_parallelism()
@@ -300,7 +309,9 @@ def _batch_job_reads(
     for compiled_input in compiled.inputs:
         # As the stream's planning process would see it (TestingInput spills its data).
         spilled = pickle.loads(cloudpickle.dumps(_for_run(compiled_input.input, spill_dir)))
-        splits = whole_input_splits(spilled, parallelism, config.max_batch_items)
+        splits = whole_input_splits(
+            spilled, parallelism, config.max_batch_items, until_end=not config.bounded
+        )
         if splits is None:
             return None
         programs[compiled_input.entry] = compiled_input.program
@@ -338,6 +349,7 @@ def _stream_frame(
         spread=parallelism,
         stateful=stateful,
         until_end=not config.bounded,
+        pause_live=config.bounded and bool(config.recovery_dir),
         tick_ms=_tick_ms(config) if stateful and not config.bounded else None,
         trigger_ms=int(trigger.total_seconds() * 1000) if trigger else 0,
         max_batch_items=config.max_batch_items,

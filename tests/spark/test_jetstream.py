@@ -1,0 +1,256 @@
+"""JetStream input and output against a real ``nats-server -js`` on loopback.
+
+Offsets are stream sequences in Spark's checkpoint; the output names every
+message by the recovery directory's token, the batch id and its position.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from flowspark.connectors.jetstream import (
+    KEY_HEADER,
+    JetStreamInput,
+    JetStreamMessage,
+    JetStreamOutput,
+)
+from flowspark.dataflow import Dataflow
+from flowspark.engine.query import RunConfig, run_flow
+from flowspark.testing import TestingInput, TestingOutput
+from flowspark.window import EventClockConfig, TumblingWindow
+from tests.nats_server import NatsServer, add_stream, publish, read_all, stream_state
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def nats(tmp_path_factory: pytest.TempPathFactory):
+    with NatsServer(tmp_path_factory.mktemp("nats") / "store") as server:
+        yield server
+
+
+_streams = iter(range(10_000))
+
+
+def _fresh_streams(url: str) -> tuple[str, str]:
+    """A new input stream ``IN<n>`` on ``in<n>.>`` and output ``OUT<n>`` on ``out<n>.>``."""
+    n = next(_streams)
+    add_stream(url, f"IN{n}", [f"in{n}.>"])
+    add_stream(url, f"OUT{n}", [f"out{n}.>"], duplicate_window=300.0)
+    return f"IN{n}", f"OUT{n}"
+
+
+def _bounded(flow: Dataflow, recovery: Path | None = None, **config) -> None:
+    run_flow(
+        flow, RunConfig(bounded=True, recovery_dir=str(recovery) if recovery else None, **config)
+    )
+
+
+def test_keyed_window_from_a_stream_to_a_stream_paused_and_resumed(nats, tmp_path):
+    """A bounded run with a recovery directory pauses at the stream's end (its open
+    windows stay open); the next run reads only what came since and goes on."""
+    stream_in, stream_out = _fresh_streams(nats.url)
+    prefix = stream_in.lower()
+    base = datetime(2020, 1, 1, tzinfo=UTC)
+
+    def event(key: str, t: int, v: int):
+        return (f"{prefix}.{key}", json.dumps({"t": t, "v": v}).encode(), {KEY_HEADER: key})
+
+    publish(nats.url, (event(k, i, i) for i in range(3000) for k in "ab"))
+    recovery = tmp_path / "recovery"
+
+    def build() -> Dataflow:
+        flow = Dataflow()
+        flow.input("in", JetStreamInput(nats.url, stream_in, max_messages=700))
+        flow.map(lambda m: (m.key, json.loads(m.data)))
+        clock = EventClockConfig(
+            lambda e: base + timedelta(seconds=e["t"]), wait_for_system_duration=timedelta(0)
+        )
+        window = TumblingWindow(length=timedelta(seconds=100), align_to=base)
+        flow.fold_window("sum", clock, window, lambda: 0, lambda acc, e: acc + e["v"])
+        flow.map(lambda kv: (kv[0], json.dumps([kv[0], kv[1]])))
+        flow.output("out", JetStreamOutput(nats.url, f"out{stream_out[3:]}.sums"))
+        return flow
+
+    _bounded(build(), recovery)
+    got = [json.loads(data) for _, data, _ in read_all(nats.url, stream_out)]
+    for key in "ab":  # every window but the last (still open) closed, once
+        sums = [v for k, v in got if k == key]
+        assert sorted(sums) == sorted(sum(range(w * 100, w * 100 + 100)) for w in range(29))
+    headers = [h for _, _, h in read_all(nats.url, stream_out)]
+    assert {h[KEY_HEADER] for h in headers} == {"a", "b"}
+
+    # Later events close the last window: the next run reads only them and goes on.
+    publish(nats.url, (event(k, 10_000, 0) for k in "ab"))
+    _bounded(build(), recovery)
+    after = [json.loads(data) for _, data, _ in read_all(nats.url, stream_out)]
+    assert after[: len(got)] == got
+    assert sorted(after[len(got) :]) == [
+        ["a", sum(range(2900, 3000))],
+        ["b", sum(range(2900, 3000))],
+    ]
+
+
+def test_items_as_values_or_key_value_pairs_and_subject_filters(nats):
+    stream_in, _ = _fresh_streams(nats.url)
+    prefix = stream_in.lower()
+    publish(
+        nats.url, ((f"{prefix}.{s}", f"{s}{i}".encode(), None) for i in range(50) for s in "xy")
+    )
+
+    flow = Dataflow()
+    flow.input("in", JetStreamInput(nats.url, stream_in, subjects=f"{prefix}.y", items="value"))
+    values = []
+    flow.output("out", TestingOutput(values))
+    _bounded(flow)
+    assert values == [f"y{i}".encode() for i in range(50)]
+
+    flow = Dataflow()
+    flow.input("in", JetStreamInput(nats.url, stream_in, items="key_value", start=99))
+    pairs = []
+    flow.output("out", TestingOutput(pairs))
+    _bounded(flow)
+    assert pairs == [(f"{prefix}.x", b"x49"), (f"{prefix}.y", b"y49")]
+
+
+def test_start_new_reads_only_what_arrives_after_the_first_start(nats, tmp_path):
+    stream_in, _ = _fresh_streams(nats.url)
+    prefix = stream_in.lower()
+    publish(nats.url, ((f"{prefix}.old", b"old", None),))
+    recovery = tmp_path / "recovery"
+
+    def build(out: list) -> Dataflow:
+        flow = Dataflow()
+        flow.input("in", JetStreamInput(nats.url, stream_in, start="new", items="value"))
+        flow.output("out", TestingOutput(out))
+        return flow
+
+    first: list = []
+    _bounded(build(first), recovery)
+    assert first == []
+    publish(nats.url, ((f"{prefix}.new", b"new", None),))
+    second: list = []
+    _bounded(build(second), recovery)
+    assert second == [b"new"]
+
+
+def test_start_at_a_time_and_message_fields(nats):
+    stream_in, _ = _fresh_streams(nats.url)
+    prefix = stream_in.lower()
+    publish(nats.url, ((f"{prefix}.a", b"early", {"h": "1"}),))
+    cut = datetime.now(UTC)
+    publish(nats.url, ((f"{prefix}.b", b"late", {"h": "2"}),))
+    flow = Dataflow()
+    flow.input("in", JetStreamInput(nats.url, stream_in, start=cut))
+    out: list[JetStreamMessage] = []
+    flow.output("out", TestingOutput(out))
+    _bounded(flow)
+    assert [(m.subject, m.data, m.seq, m.headers) for m in out] == [
+        (f"{prefix}.b", b"late", 2, {"h": "2"})
+    ]
+    assert out[0].key == f"{prefix}.b"
+    assert abs(out[0].timestamp - cut) < timedelta(seconds=5)
+
+
+def test_a_million_messages_read_by_two_tasks_in_parallel(nats):
+    stream_in, stream_out = _fresh_streams(nats.url)
+    prefix = stream_in.lower()
+    n = 1_000_000
+    payload = b"x" * 90
+    publish(nats.url, ((f"{prefix}.{i % 7}", payload, None) for i in range(n)))
+    inp = JetStreamInput(nats.url, stream_in, max_messages=n)
+    assert [(s.lo, s.hi) for s in inp.splits(stream_in, 0, n + 1, 2)] == [
+        (1, 500_001),
+        (500_001, n + 1),
+    ]
+    flow = Dataflow()
+    flow.input("in", inp)
+    flow.map(lambda m: (m.seq, m.subject))
+    seqs: list = []
+    flow.output("out", TestingOutput(seqs))
+    report = run_flow(flow, RunConfig(bounded=True, batch_job=False))
+    assert report.batches >= 1
+    assert len(seqs) == n
+    assert sorted(s for s, _ in seqs) == list(range(1, n + 1))
+    assert Counter(subject for _, subject in seqs)[f"{prefix}.3"] == len(range(3, n, 7))
+
+
+def test_output_items_of_each_kind_and_a_subject_function(nats):
+    _, stream_out = _fresh_streams(nats.url)
+    prefix = "out" + stream_out[3:]
+    items = [
+        ("k1", b"bytes"),
+        ("k2", "text"),
+        b"plain",
+        "plain text",
+        JetStreamMessage("x", b"msg", 1, 0, {"h": "v", "Nats-Msg-Id": "dropped"}),
+    ]
+    flow = Dataflow()
+    flow.input("in", TestingInput(items))
+    flow.output(
+        "out",
+        JetStreamOutput(
+            nats.url, subject_fn=lambda item: f"{prefix}.{type(item).__name__}", stream=stream_out
+        ),
+    )
+    _bounded(flow)
+    got = read_all(nats.url, stream_out)
+    assert [(s, d) for s, d, _ in got] == [
+        (f"{prefix}.tuple", b"bytes"),
+        (f"{prefix}.tuple", b"text"),
+        (f"{prefix}.bytes", b"plain"),
+        (f"{prefix}.str", b"plain text"),
+        (f"{prefix}.JetStreamMessage", b"msg"),
+    ]
+    assert got[0][2][KEY_HEADER] == "k1"
+    assert got[4][2]["h"] == "v" and got[4][2]["Nats-Msg-Id"] != "dropped"
+
+
+def test_a_replayed_batch_is_dropped_as_duplicates(nats, tmp_path):
+    """The same recovery directory and batch id give the same message ids."""
+    _, stream_out = _fresh_streams(nats.url)
+    subject = f"out{stream_out[3:]}.x"
+    from flowspark.engine.sink import _DynamicWriter
+
+    output = JetStreamOutput(nats.url, subject)
+    token_file = tmp_path / "sinks" / "out.token"
+    for _attempt in range(2):  # the second attempt is the replay after a crash
+        writer = _DynamicWriter(output, token_file)
+        writer.begin(7)
+        writer.write([b"a", b"b"])
+        writer.write([b"c"])
+    assert [d for _, d, _ in read_all(nats.url, stream_out)] == [b"a", b"b", b"c"]
+    assert stream_state(nats.url, stream_out).messages == 3
+    ids = [h["Nats-Msg-Id"] for _, _, h in read_all(nats.url, stream_out)]
+    token = token_file.read_text()
+    assert ids == [f"{token}:7:0", f"{token}:7:1", f"{token}:7:2"]
+
+
+def test_bad_config_fails_before_spark_with_one_clear_line(nats):
+    flow = Dataflow()
+    flow.input("in", JetStreamInput(nats.url, "NO_SUCH_STREAM"))
+    flow.output("out", TestingOutput([]))
+    with pytest.raises(LookupError, match="^input 'in': no JetStream stream 'NO_SUCH_STREAM' on"):
+        _bounded(flow)
+
+    from tests.http_clients import free_port
+
+    port = free_port()
+    flow = Dataflow()
+    flow.input("in", JetStreamInput(f"nats://127.0.0.1:{port}", "IN"))
+    flow.output("out", TestingOutput([]))
+    with pytest.raises(
+        ConnectionError, match=f"^input 'in': cannot reach the NATS server .*:{port}"
+    ):
+        _bounded(flow)
+
+    flow = Dataflow()
+    flow.input("in", TestingInput([b"x"]))
+    flow.output("out", JetStreamOutput(nats.url, "nobody.stores.this"))
+    with pytest.raises(LookupError, match="^output 'out': no JetStream stream .* stores subject"):
+        _bounded(flow)
