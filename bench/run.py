@@ -10,7 +10,8 @@ line per run on stdout::
 Every line has ``peak_rss_mb``, the peak summed RSS of the child's process tree,
 sampled by this parent (``rss.py``). ``latency`` takes ``--rate``, ``--shape`` and
 ``--duration`` instead of ``--n`` (its n = rate x duration). ``http_ingest`` (see
-``http_ingest.py``) takes ``--pipeline``, ``--clients`` and ``--duration``.
+``http_ingest.py``) takes ``--pipeline``, ``--clients`` and ``--duration``;
+``jetstream`` (see ``jetstream.py``) takes ``--system``, ``--n`` and ``--size``.
 
 Logs go to stderr. Exit code 0 if every run was ok, 1 otherwise.
 """
@@ -191,6 +192,10 @@ def main(argv: list[str] | None = None) -> int:
         import http_ingest
 
         return http_ingest.main(argv[1:])
+    if argv[:1] == ["jetstream"]:  # JetStream -> map -> JetStream vs nats-py (own flags)
+        import jetstream
+
+        return jetstream.main(argv[1:])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("job", choices=[*jobs.JOBS, "all"])
     ap.add_argument("--system", required=True, choices=[*SYSTEMS, "all"])

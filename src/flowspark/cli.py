@@ -241,4 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     except FlowRunError as exc:
         print(f"flowspark: {exc}", file=sys.stderr)
         return 1
+    except (OSError, LookupError) as exc:  # an input or output that cannot be reached
+        print(f"flowspark: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
     return 0

@@ -254,3 +254,85 @@ def test_bad_config_fails_before_spark_with_one_clear_line(nats):
     flow.output("out", JetStreamOutput(nats.url, "nobody.stores.this"))
     with pytest.raises(LookupError, match="^output 'out': no JetStream stream .* stores subject"):
         _bounded(flow)
+
+
+PIPELINE = """
+apiVersion: numaflow.numaproj.io/v1alpha1
+kind: Pipeline
+metadata:
+  name: from-jetstream
+spec:
+  vertices:
+    - name: in
+      source:
+        jetstream:
+          url: {url}
+          stream: {stream}
+          consumer: ignored-here
+          filter_subjects: ["{subject}"]
+    - name: cat
+      udf:
+        builtin:
+          name: cat
+    - name: out
+      sink:
+        log: {{}}
+  edges:
+    - from: in
+      to: cat
+    - from: cat
+      to: out
+"""
+
+
+def test_a_numaflow_pipeline_reads_a_jetstream_source(nats, capfd):
+    from flowspark.pipeline.build import load
+    from tests.numaflow_log import log_records
+
+    stream_in, _ = _fresh_streams(nats.url)
+    prefix = stream_in.lower()
+    publish(
+        nats.url, ((f"{prefix}.{s}", f"{s}{i}".encode(), {"h": s}) for i in range(5) for s in "ab")
+    )
+    flow = load(PIPELINE.format(url=nats.url, stream=stream_in, subject=f"{prefix}.b"))
+    _bounded(flow)
+    records = log_records(capfd.readouterr().out.splitlines())
+    assert [r["payload"] for r in records] == [f"b{i}" for i in range(5)]
+    assert all(r["keys"] == "" for r in records)
+
+
+def test_the_cli_reports_a_missing_stream_or_server_in_one_line(nats, tmp_path):
+    import subprocess
+    import sys
+
+    from tests.http_clients import free_port
+
+    port = free_port()
+    (tmp_path / "badflow.py").write_text(
+        "from flowspark.connectors.jetstream import JetStreamInput\n"
+        "from flowspark.connectors.stdio import StdOutput\n"
+        "from flowspark.dataflow import Dataflow\n"
+        "def make(url):\n"
+        "    flow = Dataflow()\n"
+        "    flow.input('in', JetStreamInput(url, 'NOPE'))\n"
+        "    flow.output('out', StdOutput())\n"
+        "    return flow\n"
+    )
+    for url, line in [
+        (
+            nats.url,
+            f"flowspark: NoSuchStream: input 'in': no JetStream stream 'NOPE' on {nats.url}",
+        ),
+        (
+            f"nats://127.0.0.1:{port}",
+            f"flowspark: ConnectionError: input 'in': cannot reach the NATS server "
+            f"(nats://127.0.0.1:{port}: Connection refused)",
+        ),
+    ]:
+        proc = subprocess.run(
+            [sys.executable, "-m", "flowspark.run", f"{tmp_path / 'badflow.py'}:make({url!r})"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", line + "\n")

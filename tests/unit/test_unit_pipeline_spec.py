@@ -872,18 +872,51 @@ def test_bad_durations_name_their_field(update, path, text):
     )
 
 
-@pytest.mark.parametrize("kind", ["kafka", "jetstream", "nats", "pulsar", "sqs", "serving"])
+@pytest.mark.parametrize("kind", ["kafka", "nats", "pulsar", "sqs", "serving"])
 def test_unsupported_sources(kind):
     assert error(vertex(0, {"source": {kind: {"x": 1}}})) == (
         f"spec.vertices[0].source.{kind}: source kind '{kind}' is not supported by flowspark "
-        "(supported: http, generator)"
+        "(supported: http, generator, jetstream)"
     )
 
 
 def test_unsupported_udsource():
     assert error(vertex(0, {"source": {"udsource": {"container": {"image": "u"}}}})) == (
         "spec.vertices[0].source.udsource: source kind 'udsource' is not supported by flowspark "
-        "(supported: http, generator)"
+        "(supported: http, generator, jetstream)"
+    )
+
+
+def test_a_jetstream_source_and_its_checks():
+    source = {
+        "jetstream": {
+            "url": "nats://a:4222,nats://b:4222",
+            "stream": "orders",
+            "consumer": "numaflow-consumer",
+            "deliver_policy": "New",
+            "filter_subjects": ["orders.eu", "orders.us"],
+        }
+    }
+    spec = parse_spec(vertex(0, {"source": source}))
+    js = spec.vertices[0].source.jetstream
+    assert (js.url, js.stream, js.filter_subjects, js.deliver_policy) == (
+        "nats://a:4222,nats://b:4222",
+        "orders",
+        ("orders.eu", "orders.us"),
+        "new",
+    )
+    assert "spec.vertices[0].source.jetstream.consumer" in spec.ignored
+    assert error(vertex(0, {"source": {"jetstream": {"url": "nats://a"}}})) == (
+        "spec.vertices[0].source.jetstream.stream: required"
+    )
+    assert error(
+        vertex(0, {"source": {"jetstream": {"url": "u", "stream": "s", "deliver_policy": "last"}}})
+    ) == (
+        'spec.vertices[0].source.jetstream.deliver_policy: "last" is not supported by flowspark '
+        "(supported: all, new)"
+    )
+    assert "tls is not supported" in error(
+        vertex(0, {"source": {"jetstream": {"url": "u", "stream": "s", "tls": {}}}})
     )
 
 

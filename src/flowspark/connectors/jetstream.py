@@ -46,6 +46,10 @@ from urllib.parse import urlsplit
 
 from flowspark.api.inputs import SeekableInput, Split
 from flowspark.api.outputs import DynamicOutput, StatelessSink
+from flowspark.api.udf.times import utc_from_ms
+from flowspark.api.udf.types import Datum
+
+make_datum = Datum._make
 
 __all__ = ["JetStreamInput", "JetStreamMessage", "JetStreamOutput", "KEY_HEADER"]
 
@@ -53,7 +57,7 @@ log = logging.getLogger("flowspark.jetstream")
 
 # The header that carries an item's key (the output writes it, the input reads it).
 KEY_HEADER = "Flowspark-Key"
-_ITEM_KINDS = ("message", "value", "key_value")
+_ITEM_KINDS = ("message", "value", "key_value", "datum")
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,8 +241,10 @@ class JetStreamInput(SeekableInput):
     ``"first"`` (default), ``"new"`` (what arrives after the run first starts), a
     sequence number, or a datetime (the first message stored at or after it).
     ``items``: ``"message"`` (:class:`JetStreamMessage`), ``"value"`` (the
-    payload bytes) or ``"key_value"`` (``(key, payload)``, the key as in
-    :attr:`JetStreamMessage.key`). ``max_messages``/``max_bytes``: the most one
+    payload bytes), ``"key_value"`` (``(key, payload)``, the key as in
+    :attr:`JetStreamMessage.key`) or ``"datum"`` (a Numaflow datum, as Numaflow's
+    ``jetstream`` source gives: no keys, the publish time as event time, the
+    headers). ``max_messages``/``max_bytes``: the most one
     micro-batch reads (bytes estimated from the stream's mean message size).
     """
 
@@ -436,6 +442,9 @@ class _RangeSplit(Split):
             if seq >= next_seq:
                 if kind == "value":
                     got.append(msg.data)
+                elif kind == "datum":
+                    t = utc_from_ms(stamp // 1_000_000)
+                    got.append(make_datum([], msg.data, t, t, msg.headers or {}, f"{seq}", []))
                 else:
                     headers = msg.headers
                     item = JetStreamMessage(msg.subject, msg.data, seq, stamp, headers)

@@ -254,6 +254,18 @@ class _Builder:
             from flowspark.connectors.http import HttpInput
 
             inp: Any = HttpInput(journal_dir, vertex.name)
+        elif source.kind == "jetstream":
+            from flowspark.connectors.jetstream import JetStreamInput
+
+            js = source.jetstream
+            assert js is not None
+            inp = JetStreamInput(
+                js.url,
+                js.stream,
+                subjects=list(js.filter_subjects) or None,
+                start="first" if js.deliver_policy == "all" else "new",
+                items="datum",
+            )
         else:
             from flowspark.connectors.numaflow import GeneratorInput
 

