@@ -15,6 +15,7 @@ import ast
 import importlib
 import importlib.util
 import os
+import socket
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -132,6 +133,40 @@ def _parser() -> argparse.ArgumentParser:
         help="read at most N items per input into one micro-batch (default: all available)",
     )
     p.add_argument("--verbose", action="store_true", help="show Spark's own log on stderr")
+    watch = p.add_argument_group("watching a run (all on stderr or the network, never stdout)")
+    watch.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a live table of the steps' figures per micro-batch on stderr (needs rich; "
+        "default: on when stderr is a terminal, unless --verbose fills it with Spark's log)",
+    )
+    watch.add_argument(
+        "--progress-json",
+        metavar="FILE",
+        default=None,
+        help="write one JSON line per micro-batch to FILE (started afresh; "
+        "python -m flowspark.visualize FLOW --from FILE draws it)",
+    )
+    watch.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="serve Prometheus metrics at http://HOST:PORT/metrics during the run "
+        "(needs prometheus_client; 0 picks a free port)",
+    )
+    watch.add_argument(
+        "--metrics-host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="the metrics endpoint's address (default: 127.0.0.1)",
+    )
+    watch.add_argument(
+        "--ui",
+        action="store_true",
+        help="enable Spark's web UI and print its address on stderr at start",
+    )
     numaflow = p.add_argument_group("Numaflow pipelines (IMPORT_STR is a .yaml file)")
     numaflow.add_argument(
         "--udf",
@@ -193,6 +228,48 @@ def _load_pipeline(args: argparse.Namespace) -> Any:
         raise SystemExit(f"flowspark.run: {args.import_str}: {exc}") from None
 
 
+def _check_watching(args: argparse.Namespace) -> None:
+    """Fail before Spark starts when ``--progress-json`` cannot be written or
+    ``--metrics-port`` cannot be served."""
+    if args.progress_json is not None:
+        folder = Path(args.progress_json).absolute().parent
+        if not folder.is_dir():
+            raise SystemExit(f"flowspark.run: --progress-json: no such directory: {folder}")
+    port = args.metrics_port
+    if port is None:
+        return
+    if not 0 <= port <= 65535:
+        raise SystemExit(f"flowspark.run: --metrics-port must be 0..65535; got {port}")
+    try:
+        import prometheus_client  # noqa: F401
+    except ImportError:
+        raise SystemExit(
+            "flowspark.run: --metrics-port needs prometheus_client (pip install prometheus_client)"
+        ) from None
+    try:  # the common failure (the port is taken), said in one line
+        family, kind, proto, _, address = socket.getaddrinfo(
+            args.metrics_host, port, type=socket.SOCK_STREAM
+        )[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.bind(address)
+    except OSError as exc:
+        raise SystemExit(
+            f"flowspark.run: --metrics-port: cannot listen on {args.metrics_host}:{port}: "
+            f"{exc.strerror or exc}"
+        ) from None
+
+
+def _show_ui(args: argparse.Namespace) -> None:
+    """Start the session with Spark's UI (unless ``$FLOWSPARK_UI`` says otherwise) and
+    say where it is, on stderr."""
+    from flowspark.engine.progress import spark_ui_line
+    from flowspark.engine.session import get_session
+
+    os.environ.setdefault("FLOWSPARK_UI", "true")
+    spark = get_session(args.master, args.verbose)
+    print(spark_ui_line(spark), file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
     args = _parser().parse_args(argv)
@@ -217,7 +294,14 @@ def main(argv: list[str] | None = None) -> int:
         master=args.master,
         verbose=args.verbose,
         max_batch_items=args.max_batch_items,
+        progress=False if args.progress is None and args.verbose else args.progress,
+        progress_json=args.progress_json,
+        metrics_port=args.metrics_port,
+        metrics_host=args.metrics_host,
     )
+    _check_watching(args)
+    if args.ui:
+        _show_ui(args)
     try:
         run_flow(flow, config)
     except KeyboardInterrupt:

@@ -159,3 +159,66 @@ def test_missing_dependency_named_like_a_prefix_is_not_masked(isolated):
     (isolated / "fs_cli_app.py").write_text("import fs_cli\n")
     with pytest.raises(ModuleNotFoundError, match="fs_cli"):
         locate_dataflow("fs_cli_app:flow")
+
+
+# --- watching a run: the flags (no Spark) ----------------------------------------------
+
+
+def test_watching_flags_default_to_auto_progress_and_nothing_else():
+    from flowspark.cli import _parser
+
+    args = _parser().parse_args(["flow.py"])
+    assert (args.progress, args.progress_json, args.metrics_port, args.ui) == (
+        None,
+        None,
+        None,
+        False,
+    )
+    assert args.metrics_host == "127.0.0.1"
+
+
+def test_watching_flags_parse():
+    from flowspark.cli import _parser
+
+    args = _parser().parse_args(
+        ["flow.py", "--no-progress", "--progress-json", "p.jsonl", "--metrics-port", "9108"]
+        + ["--metrics-host", "0.0.0.0", "--ui"]
+    )
+    assert (args.progress, args.progress_json, args.metrics_port) == (False, "p.jsonl", 9108)
+    assert (args.metrics_host, args.ui) == ("0.0.0.0", True)
+    assert _parser().parse_args(["flow.py", "--progress"]).progress is True
+
+
+def test_a_metrics_port_out_of_range_exits_before_spark_starts(module_name):
+    from flowspark.cli import main
+
+    with pytest.raises(SystemExit, match="--metrics-port must be 0..65535; got 70000"):
+        main([module_name, "--metrics-port", "70000"])
+
+
+def test_metrics_without_prometheus_client_exit_with_a_clear_message(module_name, monkeypatch):
+    from flowspark.cli import main
+
+    monkeypatch.setitem(sys.modules, "prometheus_client", None)  # importing it fails
+    with pytest.raises(SystemExit, match=r"--metrics-port needs prometheus_client"):
+        main([module_name, "--metrics-port", "9108"])
+
+
+def test_a_metrics_port_in_use_exits_before_spark_starts(module_name):
+    import socket
+
+    from flowspark.cli import main
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(SystemExit, match=f"cannot listen on 127.0.0.1:{port}"):
+            main([module_name, "--metrics-port", str(port)])
+
+
+def test_a_progress_json_in_a_missing_directory_exits_before_spark_starts(module_name):
+    from flowspark.cli import main
+
+    with pytest.raises(SystemExit, match="--progress-json: no such directory"):
+        main([module_name, "--progress-json", "no/such/dir/p.jsonl"])

@@ -3,8 +3,10 @@
 Both paths report the same :class:`BatchProgress`: a streaming query once Spark
 has finished each micro-batch (its query progress joined with what the sinks
 saw), a batch job once, at its end. :class:`RunReport` is built by a listener
-like any other (:class:`ReportBuilder`), and so is the ``$FLOWSPARK_PROGRESS_LOG``
-file. A progress display is one more listener.
+like any other (:class:`ReportBuilder`), and so are the ``$FLOWSPARK_PROGRESS_LOG``
+file and ``--progress-json``'s (:class:`ProgressLog`, one :func:`batch_figures` line
+per batch). The live display and the Prometheus endpoint are more listeners
+(:mod:`flowspark.engine.progress`).
 
 >>> seen = []
 >>> class Printer:
@@ -27,6 +29,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
+from flowspark.runtime.windowing import EOF_MS
+
 __all__ = [
     "BatchProgress",
     "RunListener",
@@ -34,6 +38,9 @@ __all__ = [
     "ReportBuilder",
     "ProgressLog",
     "ProgressHub",
+    "batch_figures",
+    "watermark_at_end",
+    "watermark_lag_ms",
 ]
 
 
@@ -46,8 +53,9 @@ class BatchProgress:
     progress, when streamed: ``duration_ms`` (the trigger's execution; for a
     batch job the job's wall time), ``phases_ms`` (Spark's ``durationMs``),
     ``watermark_ms`` (the flow's clock; ``None`` before the first keyed step
-    has one), ``state_keys`` (rows in keyed state: one per state bucket or key)
-    and the raw progress ``spark`` (a dict), for anything else.
+    has one; the end of time once every input has ended), ``state_keys`` (rows
+    in keyed state: one per state bucket or key) and the raw progress ``spark``
+    (a dict), for anything else.
     """
 
     batch_id: int
@@ -102,16 +110,83 @@ class ReportBuilder:
         _add(report.items_written, progress.items_written)
 
 
-class ProgressLog:
-    """Appends each micro-batch's Spark query progress to a file (JSON lines)."""
+def watermark_at_end(watermark_ms: int | None) -> bool:
+    """Whether the flow's clock was moved to the end of time: every input has ended."""
+    return watermark_ms is not None and watermark_ms >= EOF_MS - 1000
 
-    def __init__(self, path: str) -> None:
+
+def watermark_lag_ms(watermark_ms: int | None, wall_ms: int) -> int | None:
+    """How far the flow's watermark is behind the wall clock at ``wall_ms`` (never below
+    0: at the end of input it is past every wall time), ``None`` without one.
+
+    >>> watermark_lag_ms(9_000, 10_000), watermark_lag_ms(EOF_MS - 1, 10_000)
+    (1000, 0)
+    """
+    return None if watermark_ms is None else max(0, wall_ms - watermark_ms)
+
+
+def batch_figures(
+    progress: BatchProgress, wall_ms: int, seconds: float | None = None
+) -> dict[str, Any]:
+    """One batch's figures as a JSON object (a line of ``--progress-json``).
+
+    ``steps`` holds each input's ``out`` (items it read), each output's ``in``
+    (items written to it) and each window step's ``late``; with ``seconds`` (the
+    time this batch's items took to come through: since the last batch ended)
+    their rates ``out_per_s``/``in_per_s`` too. ``wall_ms`` is the time of the
+    report, and ``watermark_lag_ms`` how far the flow's watermark is behind it.
+    :func:`flowspark.plan.render.read_progress` (``visualize --from``) reads these lines.
+
+    >>> p = BatchProgress(2, True, 120, {"inp": 50}, {"out": 4}, {"w": 1}, watermark_ms=9_000)
+    >>> batch_figures(p, wall_ms=10_000, seconds=2.0)["steps"]
+    {'inp': {'out': 50, 'out_per_s': 25.0}, 'out': {'in': 4, 'in_per_s': 2.0}, 'w': {'late': 1}}
+    >>> batch_figures(p, wall_ms=10_000)["watermark_lag_ms"]
+    1000
+    """
+    steps: dict[str, dict[str, float]] = {}
+    for counts, key in (
+        (progress.items_read, "out"),
+        (progress.items_written, "in"),
+        (progress.late_items, "late"),
+    ):
+        for step_id, count in counts.items():
+            figures = steps.setdefault(step_id, {})
+            figures[key] = count
+            if seconds and key != "late":
+                figures[f"{key}_per_s"] = round(count / seconds, 1)
+    return {
+        "batch": progress.batch_id,
+        "streamed": progress.streamed,
+        "wall_ms": wall_ms,
+        "duration_ms": progress.duration_ms,
+        "watermark_ms": progress.watermark_ms,
+        "watermark_lag_ms": watermark_lag_ms(progress.watermark_ms, wall_ms),
+        "state_keys": progress.state_keys,
+        "steps": steps,
+    }
+
+
+class ProgressLog:
+    """Appends one JSON line per micro-batch (or batch job) to a file: its
+    :func:`batch_figures`, after Spark's own query progress (its keys, e.g.
+    ``batchId``, ``durationMs``, ``stateOperators``) when ``spark`` and the batch has
+    one. ``$FLOWSPARK_PROGRESS_LOG`` is such a log; ``--progress-json`` one without
+    Spark's part, started afresh (``truncate``)."""
+
+    def __init__(self, path: str, spark: bool = True, truncate: bool = False) -> None:
         self.path = path
+        self.spark = spark
+        if truncate:
+            open(path, "w").close()
+        self._last = time.monotonic()
 
     def on_batch(self, progress: BatchProgress) -> None:
-        if progress.spark is not None:
-            with open(self.path, "a") as f:
-                f.write(json.dumps(progress.spark) + "\n")
+        now = time.monotonic()
+        seconds, self._last = now - self._last, now
+        line = dict(progress.spark or {}) if self.spark else {}
+        line.update(batch_figures(progress, time.time_ns() // 1_000_000, seconds))
+        with open(self.path, "a") as f:
+            f.write(json.dumps(line) + "\n")
 
 
 def _watermark_ms(spark: dict[str, Any]) -> int | None:
@@ -119,7 +194,8 @@ def _watermark_ms(spark: dict[str, Any]) -> int | None:
     if not text:
         return None
     moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return int(moment.timestamp() * 1000)
+    ms = int(moment.timestamp() * 1000)
+    return ms or None  # Spark's watermark starts at 0: none yet
 
 
 def _state_keys(spark: dict[str, Any]) -> int | None:

@@ -13,6 +13,7 @@ inputs fit a single micro-batch runs the same plan as one batch job instead
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import pickle
 import shutil
@@ -58,7 +59,10 @@ class RunConfig:
     directory whose inputs fit one micro-batch runs as one Spark batch job (same
     results, about 1 s less fixed cost, see ``engine/bounded.py``); ``False``
     streams it anyway. ``listeners``: :class:`~flowspark.engine.observe.RunListener` s
-    told about every finished micro-batch (or the batch job).
+    told about every finished micro-batch (or the batch job). Watching a run
+    (:mod:`flowspark.engine.progress`): ``progress`` a live display on stderr
+    (``None``: when stderr is a terminal), ``progress_json`` a file of one JSON line
+    per micro-batch, ``metrics_port`` a Prometheus endpoint on ``metrics_host``.
     """
 
     bounded: bool = False
@@ -70,6 +74,10 @@ class RunConfig:
     max_batch_items: int | None = None
     batch_job: bool = True
     listeners: Sequence[RunListener] = ()
+    progress: bool | None = None
+    progress_json: str | None = None
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
 
 
 def _is_installed(path: str) -> bool:
@@ -190,6 +198,7 @@ def run_flow(flow: Dataflow, config: RunConfig | None = None) -> RunReport:
     Late items of a window step whose ``.late`` stream leads nowhere are reported
     with a warning (they are counted, never dropped unseen).
     """
+    from flowspark.engine.progress import watch_run
     from flowspark.engine.session import get_session, session_parallelism
 
     config = config or RunConfig()
@@ -202,6 +211,17 @@ def run_flow(flow: Dataflow, config: RunConfig | None = None) -> RunReport:
     with contextlib.ExitStack() as services:  # e.g. an HTTP source's server
         for service in flow.services:
             services.enter_context(service)
+        watchers = services.enter_context(
+            watch_run(
+                plan,
+                title=flow.flow_id,
+                progress=config.progress,
+                progress_json=config.progress_json,
+                metrics_port=config.metrics_port,
+                metrics_host=config.metrics_host,
+            )
+        )
+        config = dataclasses.replace(config, listeners=[*watchers, *config.listeners])
         report = _execute(spark, compiled, config, parallelism, flow.services)
     _warn_unrouted_late(plan, report)
     return report
