@@ -16,6 +16,11 @@ timed), then runs, each in a fresh child process:
 
 Each system writes to a stream of its own; the line says how many messages that
 stream holds afterwards (``published``, must equal n) and ``peak_rss_mb``.
+
+``--live-rate R --duration S`` adds a live run (``jetstream_live``): an unbounded
+``python -m flowspark.run`` with a recovery directory, fed R messages/s for S
+seconds; latency is from a message's store in the input stream to its copy's store
+in the output stream, both on the server's clock (p50/p90/p99 after the first 5 s).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import asyncio
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -210,6 +216,113 @@ def run_system(system: str, url: str, n: int, work: Path) -> dict[str, Any]:
     return line
 
 
+LIVE_FLOW = """
+from flowspark.connectors.jetstream import JetStreamInput, JetStreamOutput
+from flowspark.dataflow import Dataflow
+
+def build(url):
+    flow = Dataflow()
+    flow.input("in", JetStreamInput(url, "LIVE"))
+    flow.map(lambda m: str(m.seq).encode())
+    flow.output("out", JetStreamOutput(url, "liveout.x"))
+    return flow
+"""
+
+
+async def _stamps(url: str, stream: str) -> list[tuple[bytes, int]]:
+    """Every message of ``stream``: (payload, the server's store time in ns)."""
+    from nats.js.api import AckPolicy, ConsumerConfig
+
+    nc = await _connect(url)
+    js = nc.jetstream()
+    total = (await js.stream_info(stream)).state.messages
+    sub = await js.pull_subscribe(
+        "", stream=stream, config=ConsumerConfig(ack_policy=AckPolicy.NONE, mem_storage=True)
+    )
+    out: list[tuple[bytes, int]] = []
+    while len(out) < total:
+        for msg in await sub.fetch(batch=5000, timeout=10):
+            out.append((msg.data, int(msg.reply.split(".")[-2])))
+    await nc.close()
+    return out
+
+
+async def _feed(url: str, rate: int, seconds: float) -> int:
+    """Publish ``rate`` messages per second to LIVE for ``seconds``, in 10 ms ticks."""
+    nc = await _connect(url)
+    js = nc.jetstream()
+    sent, start = 0, time.perf_counter()
+    while (now := time.perf_counter() - start) < seconds:
+        due = int(now * rate)
+        while sent < due:
+            await js.publish_async("live.x", b"x" * 100)
+            sent += 1
+        await asyncio.sleep(0.01)
+    await js.publish_async_completed()
+    await nc.close()
+    return sent
+
+
+def run_live(url: str, rate: int, seconds: float, work: Path) -> dict[str, Any]:
+    """An unbounded run with a recovery directory, fed ``rate`` messages/s: the time
+    from a message's store in LIVE to its copy's store in LIVEOUT (both the server's
+    clock), over the run's steady state (its first 5 s left out)."""
+    from nats.js.api import StreamConfig
+
+    async def streams() -> None:
+        nc = await _connect(url)
+        js = nc.jetstream()
+        await js.add_stream(StreamConfig(name="LIVE", subjects=["live.>"]))
+        await js.add_stream(StreamConfig(name="LIVEOUT", subjects=["liveout.>"]))
+        await nc.close()
+
+    asyncio.run(streams())
+    (work / "jslive_flow.py").write_text(LIVE_FLOW)
+    cmd = [sys.executable, "-m", "flowspark.run", f"{work / 'jslive_flow.py'}:build({url!r})",
+           "--master", "local[2]", "-r", str(work / "live-recovery")]  # fmt: skip
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        asyncio.run(_feed(url, 2, 1.0))  # one message: the run is up when its copy is out
+        deadline = time.monotonic() + 120
+        while asyncio.run(_count(url, "LIVEOUT")) < 1:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                err = proc.communicate()[1].decode()[-2000:]
+                raise SystemExit(f"the live run did not start: {err}")
+            time.sleep(0.2)
+        sent = asyncio.run(_feed(url, rate, seconds)) + 1  # and the first one
+        deadline = time.monotonic() + 60
+        while asyncio.run(_count(url, "LIVEOUT")) < sent and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=60)
+    inputs = {
+        str(i + 1).encode(): ns for i, (_, ns) in enumerate(asyncio.run(_stamps(url, "LIVE")))
+    }
+    outputs = asyncio.run(_stamps(url, "LIVEOUT"))
+    first_in = min(inputs.values())
+    steady = sorted(
+        (ns - inputs[seq]) / 1e6 for seq, ns in outputs if inputs[seq] - first_in > 5e9 + 0.5e9
+    )
+
+    def pct(q: float) -> float | None:
+        return round(steady[min(len(steady) - 1, int(q * len(steady)))], 1) if steady else None
+
+    return {
+        "job": "jetstream_live",
+        "system": "flowspark",
+        "rate": rate,
+        "p50_ms": pct(0.5),
+        "p90_ms": pct(0.9),
+        "p99_ms": pct(0.99),
+        "sent": sent,
+        "delivered": len(outputs),
+        "ok": len(outputs) == sent and len(set(s for s, _ in outputs)) == sent,
+        "checkpoint": True,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--child"]:
@@ -218,6 +331,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--system", default="all", choices=[*SYSTEMS, "all"])
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--size", type=int, default=100, help="payload bytes (default 100)")
+    ap.add_argument(
+        "--live-rate",
+        type=int,
+        default=0,
+        help="also an unbounded run fed this many messages/s: store-to-store latency",
+    )
+    ap.add_argument("--duration", type=float, default=30.0, help="seconds of live feed")
     args = ap.parse_args(argv)
     systems = SYSTEMS if args.system == "all" else (args.system,)
     with tempfile.TemporaryDirectory(prefix="flowspark-bench-js-") as tmp:
@@ -246,6 +366,10 @@ def main(argv: list[str] | None = None) -> int:
             ok = True
             for system in systems:
                 line = run_system(system, url, args.n, work)
+                ok = ok and line["ok"]
+                print(json.dumps(line), flush=True)
+            if args.live_rate:
+                line = run_live(url, args.live_rate, args.duration, work)
                 ok = ok and line["ok"]
                 print(json.dumps(line), flush=True)
         finally:

@@ -336,3 +336,22 @@ def test_the_cli_reports_a_missing_stream_or_server_in_one_line(nats, tmp_path):
             timeout=120,
         )
         assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", line + "\n")
+
+
+def test_an_empty_stream_reads_nothing_and_a_later_run_reads_what_came(nats, tmp_path):
+    stream_in, _ = _fresh_streams(nats.url)
+    recovery = tmp_path / "recovery"
+
+    def build(out: list) -> Dataflow:
+        flow = Dataflow()
+        flow.input("in", JetStreamInput(nats.url, stream_in, items="value"))
+        flow.output("out", TestingOutput(out))
+        return flow
+
+    first: list = []
+    _bounded(build(first), recovery)
+    assert first == []
+    publish(nats.url, ((f"{stream_in.lower()}.x", b"later", None),))
+    second: list = []
+    _bounded(build(second), recovery)
+    assert second == [b"later"]

@@ -357,7 +357,9 @@ class JetStreamInput(SeekableInput):
 
     def splits(self, part: str, start: int, end: int, pieces: int) -> list[Split]:
         """``[start, end)`` cut into at most ``pieces`` ranges of at least 1,000."""
-        start = max(start, 1)
+        start = max(start, 1)  # sequences start at 1
+        if start >= end:
+            return []
         count = max(1, min(pieces, (end - start) // 1000))
         step = -(-(end - start) // count)
         return [_RangeSplit(self, lo, min(end, lo + step)) for lo in range(start, end, step)]
