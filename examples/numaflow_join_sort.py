@@ -91,6 +91,4 @@ ordered.map(
     "show_sorted", lambda d: f"{d.keys[0]} {d.event_time.isoformat(timespec='milliseconds')} {d.id}"
 ).output("sorted", StdOutput())
 counts = ordered.reduce_stream("per_minute", count_per_minute, timedelta(minutes=1))
-counts.map("show_count", lambda d: f"{d.keys[0]}: {d.value.decode()}").output(
-    "counts", StdOutput()
-)
+counts.map("show_count", lambda d: f"{d.keys[0]}: {d.value.decode()}").output("counts", StdOutput())

@@ -130,9 +130,7 @@ def test_an_image_without_a_python_handler_fails_before_spark_with_how_to_give_o
         "9-multi-partition-pipeline",
     ],
 )
-def test_numaflows_generator_examples_marked_runnable_with_builtins_run_unchanged(
-    example, capfd
-):
+def test_numaflows_generator_examples_marked_runnable_with_builtins_run_unchanged(example, capfd):
     # Numaflow's README class B with a generator source (the HTTP ones:
     # tests/spark/test_pipeline_http.py): the YAML file as Numaflow ships it.
     _run_bounded(load(DATA / f"{example}.yaml"))

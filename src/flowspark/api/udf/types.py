@@ -196,7 +196,6 @@ class Datum:
         return (type(self)._make, self._fields())
 
 
-
 class MetadataDatum(Datum):
     """A datum with pynumaflow's user and system metadata (the sink's and the source
     transformer's ``Datum`` s); subclasses set them in ``__init__``."""
@@ -212,6 +211,7 @@ class MetadataDatum(Datum):
     def system_metadata(self) -> Any:
         """The system metadata given at construction (``None`` when none)."""
         return self._system_metadata
+
 
 class MapStreamDatum(Datum):
     """pynumaflow's ``mapstreamer.Datum`` (also ``mapper``/``reducer``): headers return a copy."""
