@@ -116,7 +116,7 @@ def _place(run: dict[str, Any]) -> tuple[str, str, str, float, Any, float | None
     if job == "latency" or "p50_ms" in run:
         value = run.get("p50_ms")
         rate = run.get("rate") or 0
-        group = f"{run.get('shape', '?')} @ {short_number(rate)}/s"
+        group = f"{run.get('shape', 'live')} @ {short_number(rate)}/s"
         return (
             "p50_ms",
             "latency p50 ms (tick: p99)",
