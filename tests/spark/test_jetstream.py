@@ -355,3 +355,18 @@ def test_an_empty_stream_reads_nothing_and_a_later_run_reads_what_came(nats, tmp
     second: list = []
     _bounded(build(second), recovery)
     assert second == [b"later"]
+
+
+def test_the_progress_of_a_run_carries_the_streams_backlog(nats, tmp_path):
+    stream_in, _ = _fresh_streams(nats.url)
+    publish(nats.url, ((f"{stream_in.lower()}.x", b"m", None) for _ in range(3000)))
+    flow = Dataflow()
+    flow.input("in", JetStreamInput(nats.url, stream_in, items="value", max_messages=1000))
+    out: list = []
+    flow.output("out", TestingOutput(out))
+    log = tmp_path / "progress.jsonl"
+    _bounded(flow, tmp_path / "recovery", progress_json=str(log))
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    backlogs = [line["steps"]["in"].get("backlog") for line in lines if "in" in line["steps"]]
+    assert len(out) == 3000
+    assert backlogs == [2000, 1000, 0]

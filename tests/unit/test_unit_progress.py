@@ -259,3 +259,22 @@ def test_watch_run_serves_metrics_and_says_where():
         assert isinstance(metrics, PrometheusMetrics)
         assert err.getvalue() == f"flowspark: metrics at {metrics.url}\n"
         assert _scrape(metrics.url)[("flowspark_items_written_total", "out")] == 0
+
+
+def test_a_live_inputs_backlog_is_shown_written_and_served():
+    """A live input that knows its backlog (a stream's unread messages) has it in
+    the display, the JSON line and the metrics."""
+    from flowspark.engine.observe import batch_figures
+
+    progress = BatchProgress(0, True, 100, {"inp": 10}, {"out": 10}, {}, backlog={"inp": 990})
+    console = Console(record=True, width=100, force_terminal=True)
+    display = LiveProgress(STEPS, "wc", console, clock=Ticks(), wall=lambda: WALL_S)
+    display.on_batch(progress)
+    console.print(display)
+    rows = {line.split()[0]: line.split()[1:] for line in console.export_text().splitlines()[4:]}
+    assert rows["inp"] == ["input", "10", "20.0", "990"]
+    assert "inp out 10 (20.0/s) backlog 990" in display.line()
+    assert batch_figures(progress, wall_ms=0)["steps"]["inp"] == {"out": 10, "backlog": 990}
+    with PrometheusMetrics(0, steps=STEPS, wall=lambda: WALL_S) as metrics:
+        metrics.on_batch(progress)
+        assert _scrape(metrics.url)[("flowspark_input_backlog", "inp")] == 990

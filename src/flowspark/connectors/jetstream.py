@@ -345,9 +345,10 @@ class JetStreamInput(SeekableInput):
         return self._info().state.last_seq + 1
 
     def offset_after(self, part: str, start: int, end: int, batches: int) -> int:
-        return min(end, start + batches * self.batch_size)
+        return min(end, max(start, 1) + batches * self.batch_size)
 
     def batch_limit(self, part: str, start: int, end: int) -> int:
+        start = max(start, 1)  # offset 0 (a fresh start from the first) is sequence 1
         most = self.max_messages
         if self.max_bytes is not None:
             state = self._info().state

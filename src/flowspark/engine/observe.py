@@ -54,8 +54,9 @@ class BatchProgress:
     batch job the job's wall time), ``phases_ms`` (Spark's ``durationMs``),
     ``watermark_ms`` (the flow's clock; ``None`` before the first keyed step
     has one; the end of time once every input has ended), ``state_keys`` (rows
-    in keyed state: one per state bucket or key) and the raw progress ``spark``
-    (a dict), for anything else.
+    in keyed state: one per state bucket or key), ``backlog`` per live input that
+    knows it (a stream's messages not read yet, as of the batch's planning) and
+    the raw progress ``spark`` (a dict), for anything else.
     """
 
     batch_id: int
@@ -68,6 +69,7 @@ class BatchProgress:
     state_keys: int | None = None
     phases_ms: dict[str, int] = field(default_factory=dict)
     spark: dict[str, Any] | None = None
+    backlog: dict[str, int] = field(default_factory=dict)
 
 
 @runtime_checkable
@@ -130,8 +132,9 @@ def batch_figures(
 ) -> dict[str, Any]:
     """One batch's figures as a JSON object (a line of ``--progress-json``).
 
-    ``steps`` holds each input's ``out`` (items it read), each output's ``in``
-    (items written to it) and each window step's ``late``; with ``seconds`` (the
+    ``steps`` holds each input's ``out`` (items it read; a live input that knows
+    it: its ``backlog``), each output's ``in`` (items written to it) and each
+    window step's ``late``; with ``seconds`` (the
     time this batch's items took to come through: since the last batch ended)
     their rates ``out_per_s``/``in_per_s`` too. ``wall_ms`` is the time of the
     report, and ``watermark_lag_ms`` how far the flow's watermark is behind it.
@@ -154,6 +157,8 @@ def batch_figures(
             figures[key] = count
             if seconds and key != "late":
                 figures[f"{key}_per_s"] = round(count / seconds, 1)
+    for step_id, count in progress.backlog.items():
+        steps.setdefault(step_id, {})["backlog"] = count
     return {
         "batch": progress.batch_id,
         "streamed": progress.streamed,
@@ -196,6 +201,20 @@ def _watermark_ms(spark: dict[str, Any]) -> int | None:
     moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     ms = int(moment.timestamp() * 1000)
     return ms or None  # Spark's watermark starts at 0: none yet
+
+
+def _backlog(spark: dict[str, Any]) -> dict[str, int]:
+    """Each live input's backlog, as the source noted it in its end offsets."""
+    for source in spark.get("sources") or []:
+        end = source.get("endOffset")
+        if isinstance(end, str):
+            try:
+                end = json.loads(end)
+            except ValueError:
+                continue
+        if isinstance(end, dict) and isinstance(end.get("backlog"), dict):
+            return {str(k): int(v) for k, v in end["backlog"].items()}
+    return {}
 
 
 def _state_keys(spark: dict[str, Any]) -> int | None:
@@ -252,6 +271,7 @@ class ProgressHub:
                 state_keys=_state_keys(spark),
                 phases_ms=phases,
                 spark=spark,
+                backlog=_backlog(spark),
             )
         )
 

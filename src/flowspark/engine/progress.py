@@ -82,6 +82,7 @@ class StepRow:
     late: int = 0
     in_per_s: float | None = None
     out_per_s: float | None = None
+    backlog: int | None = None  # a live input's items not read yet
 
 
 @dataclass
@@ -125,6 +126,8 @@ class Tally:
             row.in_per_s = count / seconds if seconds else None
         for step_id, count in progress.late_items.items():
             self._row(step_id, "window").late += count
+        for step_id, count in progress.backlog.items():
+            self._row(step_id, "input").backlog = count
         self.batches += 1
         self.last = progress
         lag_ms = watermark_lag_ms(progress.watermark_ms, wall_ms)
@@ -268,6 +271,8 @@ class LiveProgress:
                 figures = []
                 if row.kind == "input" or row.out:
                     figures.append(f"out {row.out:,}" + _per_s(row.out_per_s))
+                if row.backlog is not None:
+                    figures.append(f"backlog {row.backlog:,}")
                 if row.kind == "output" or row.in_:
                     figures.append(f"in {row.in_:,}" + _per_s(row.in_per_s))
                 if row.kind.endswith("_window") or row.late:
@@ -294,11 +299,12 @@ class LiveProgress:
             table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
             table.add_column("step")
             table.add_column("kind", style="dim")
-            for name in ("in", "in/s", "out", "out/s", "late"):
+            backlog = any(row.backlog is not None for row in tally.rows.values())
+            for name in ("in", "in/s", "out", "out/s", "late", "backlog")[: 6 if backlog else 5]:
                 table.add_column(name, justify="right")
             for row in tally.rows.values():
                 window = row.kind.endswith("_window") or row.late
-                table.add_row(
+                cells = [
                     row.step_id,
                     row.kind,
                     f"{row.in_:,}" if row.kind == "output" else "",
@@ -306,7 +312,10 @@ class LiveProgress:
                     f"{row.out:,}" if row.kind == "input" else "",
                     _rate(row.out_per_s) if row.kind == "input" else "",
                     f"{row.late:,}" if window else "",
-                )
+                ]
+                if backlog:
+                    cells.append(f"{row.backlog:,}" if row.backlog is not None else "")
+                table.add_row(*cells)
         return Group(header, Text(" · ".join(facts)), table)
 
 
@@ -331,8 +340,10 @@ class PrometheusMetrics:
     Counters ``flowspark_items_read_total``, ``flowspark_items_written_total``,
     ``flowspark_late_items_total`` (label ``step``) and ``flowspark_batches_total``;
     gauges ``flowspark_batch_duration_seconds``, ``flowspark_watermark_lag_seconds``
-    and ``flowspark_state_keys`` (``NaN`` until known). ``port=0`` picks a free
-    port (see :attr:`port`). Serves until :meth:`close` (it is a context manager).
+    and ``flowspark_state_keys`` (``NaN`` until known), and
+    ``flowspark_input_backlog`` (label ``step``) for live inputs that know theirs.
+    ``port=0`` picks a free port (see :attr:`port`). Serves until :meth:`close` (it
+    is a context manager).
     """
 
     def __init__(
@@ -369,6 +380,12 @@ class PrometheusMetrics:
         self.state_keys = Gauge(
             "flowspark_state_keys", "Rows in keyed state (keys or key buckets).", registry=r
         )
+        self.backlog = Gauge(
+            "flowspark_input_backlog",
+            "Items a live input holds that the run has not read yet, per input step.",
+            ["step"],
+            registry=r,
+        )
         for gauge in (self.batch_duration, self.watermark_lag, self.state_keys):
             gauge.set(float("nan"))
         for step_id, kind in steps:  # every step's series from the start, at 0
@@ -404,6 +421,8 @@ class PrometheusMetrics:
             self.watermark_lag.set(lag_ms / 1000)
         if progress.state_keys is not None:
             self.state_keys.set(progress.state_keys)
+        for step_id, count in progress.backlog.items():
+            self.backlog.labels(step=step_id).set(count)
 
     def close(self) -> None:
         """Stop serving."""

@@ -280,6 +280,14 @@ class _SeekableOffsets:
         parts = data.get("parts", {})
         return all(parts.get(p, 0) >= e for p, e in self._target().items())
 
+    def backlog(self, data: dict) -> int | None:
+        """What a live input holds beyond ``data`` (in its offsets: a stream's messages),
+        as of its last look; ``None`` for a finite input."""
+        if not (self.growing or self.pauses) or self.target is None:
+            return None
+        parts = data.get("parts", {})
+        return sum(max(0, e - parts.get(p, 0)) for p, e in self.target.items())
+
     def next_wake(self) -> float | None:
         if self.growing:  # asks the live input again after its poll interval
             return _now() + self.input.poll_interval.total_seconds()
@@ -738,7 +746,20 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         offsets = self._next_offsets(start, begun, data, ended, t)
         if self.event_time and offsets is not start and offsets["t"] != EOF_MS:
             offsets["wm"] = self._flow_watermark(data, start)
+        if offsets is not start:
+            self._note_backlog(offsets, data)
         return offsets
+
+    def _note_backlog(self, offsets: dict, data: dict) -> None:
+        """Record in the offsets what each live input holds beyond them (Spark's query
+        progress carries the end offsets to the run's progress display)."""
+        backlog = {}
+        for entry, manager in self._managers().items():
+            count = getattr(manager, "backlog", lambda _: None)(data.get(entry, {}))
+            if count is not None:
+                backlog[manager.spec.step_id] = count
+        if backlog:
+            offsets["backlog"] = backlog
 
     def _next_offsets(self, start: dict, begun: dict, data: dict, ended: bool, t: int) -> dict:
         """The end offsets of the next batch (``start`` itself: the query ends)."""
