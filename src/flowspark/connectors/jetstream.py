@@ -502,8 +502,9 @@ class JetStreamOutput(DynamicOutput):
     Items: ``(key, value)`` (the key goes in the :data:`KEY_HEADER` header), a
     :class:`JetStreamMessage` (its payload and headers), or a value. Values are
     ``bytes``, or ``str`` (UTF-8). ``subject``: where every item goes; or
-    ``subject_fn(item) -> str``. ``stream``: the stream expected to store them
-    (checked before the run starts; by default the one that stores ``subject``).
+    ``subject_fn(item) -> str`` (also accepted in ``subject``'s place). ``stream``:
+    the stream expected to store them (checked before the run starts; by default the
+    one that stores ``subject``).
     A publish without acknowledgement is retried with back-off for ``retry_for``
     (same message ids: no duplicates), then the run fails naming the server.
     """
@@ -511,7 +512,7 @@ class JetStreamOutput(DynamicOutput):
     def __init__(
         self,
         servers: str | list[str],
-        subject: str | None = None,
+        subject: str | Callable[[Any], str] | None = None,
         *,
         subject_fn: Callable[[Any], str] | None = None,
         stream: str | None = None,
@@ -520,6 +521,8 @@ class JetStreamOutput(DynamicOutput):
         max_in_flight: int = 20_000,
         connect_timeout: timedelta = timedelta(seconds=5),
     ) -> None:
+        if callable(subject) and subject_fn is None:  # JetStreamOutput(servers, fn)
+            subject, subject_fn = None, subject
         if (subject is None) == (subject_fn is None):
             raise ValueError("JetStreamOutput: give either subject or subject_fn")
         self.servers = _server_list(servers)
