@@ -210,7 +210,12 @@ def _load_pipeline(args: argparse.Namespace) -> Any:
         raise SystemExit(f"flowspark.run: no such file: {args.import_str}")
     state_dir = None
     if args.recovery_directory:
-        state_dir = Path(args.recovery_directory).absolute() / "numaflow-http"
+        from flowspark.engine.query import recovery_path
+
+        try:
+            state_dir = recovery_path(args.recovery_directory) / "numaflow-http"
+        except ValueError as exc:
+            raise SystemExit(f"flowspark.run: {exc}") from None
     try:
         return load(
             args.import_str,

@@ -178,12 +178,39 @@ def _stage_function(program_bytes: bytes, entries: frozenset[int], spread: int) 
     return stage
 
 
+def recovery_path(location: str) -> Path:
+    """The local directory of a recovery directory given as a path or ``file://`` URI.
+
+    flowspark writes files of its own there (sink snapshots, tokens, an HTTP
+    source's journal) through the local filesystem, so a URI of another filesystem
+    is refused here, before Spark starts, instead of becoming a local folder named
+    after its scheme.
+
+    >>> recovery_path("file:///tmp/rec"), recovery_path("/tmp/rec")
+    (PosixPath('/tmp/rec'), PosixPath('/tmp/rec'))
+    >>> try:
+    ...     recovery_path("hdfs://namenode:8020/ckpt")
+    ... except ValueError as exc:
+    ...     print(str(exc).split(";")[1])
+     hdfs:// is not supported yet: give a path
+    """
+    scheme, sep, rest = location.partition("://")
+    if not sep:
+        return Path(location).absolute()
+    if scheme.lower() == "file":
+        return Path("/" + rest.split("/", 1)[1] if not rest.startswith("/") else rest)
+    raise ValueError(
+        f"recovery directory {location!r}: flowspark keeps its recovery files on a local "
+        f"(or mounted shared) filesystem; {scheme}:// is not supported yet: give a path"
+    )
+
+
 @contextlib.contextmanager
 def _run_directory(config: RunConfig) -> Iterator[tuple[Path, Path]]:
     scratch = Path(tempfile.mkdtemp(prefix="flowspark-"))
     try:
         if config.recovery_dir:
-            checkpoint = Path(config.recovery_dir).absolute()
+            checkpoint = recovery_path(config.recovery_dir)
             checkpoint.mkdir(parents=True, exist_ok=True)
         else:
             checkpoint = scratch / "checkpoint"
@@ -202,6 +229,8 @@ def run_flow(flow: Dataflow, config: RunConfig | None = None) -> RunReport:
     from flowspark.engine.session import get_session, session_parallelism
 
     config = config or RunConfig()
+    if config.recovery_dir:
+        recovery_path(config.recovery_dir)  # a URI it cannot use fails before Spark starts
     plan = build_plan(flow)
     _check_connectors(plan)
     _register_user_modules(plan)
