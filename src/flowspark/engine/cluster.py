@@ -1,0 +1,218 @@
+"""A local Spark standalone cluster from the pip package, in one command.
+
+The ``pyspark`` wheel has Spark's jars and ``bin/spark-class`` but not the
+``sbin/start-master.sh``/``start-worker.sh`` scripts of a Spark download, so
+this module starts Spark's own ``Master`` and ``Worker`` classes through
+``spark-class``, with the Java flowspark picks (``engine/java.py``) and this
+interpreter as the executors' Python. What it started (pids, URLs) is kept in
+``DIR/cluster.json`` so that ``stop`` ends exactly those processes::
+
+    python -m flowspark.cluster start --workers 2      # prints spark://127.0.0.1:7077
+    python -m flowspark.run flow.py --master spark://127.0.0.1:7077
+    python -m flowspark.cluster stop
+
+The workers share this machine's disk with the driver, so a flow's local paths
+(inputs, the recovery directory) work as they are; on real separate machines they
+must be on storage every machine mounts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ClusterInfo", "default_dir", "start_cluster", "stop_cluster", "cluster_status"]
+
+MASTER_CLASS = "org.apache.spark.deploy.master.Master"
+WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
+
+
+@dataclass
+class ClusterInfo:
+    """What ``start`` started: the master's URL and web UI, and every process's pid."""
+
+    master_url: str
+    ui_url: str
+    master_pid: int
+    worker_pids: list[int] = field(default_factory=list)
+    directory: str = ""
+
+
+def default_dir() -> Path:
+    """``$FLOWSPARK_CLUSTER_DIR``, else ``~/.flowspark/cluster``."""
+    return Path(os.environ.get("FLOWSPARK_CLUSTER_DIR") or Path.home() / ".flowspark" / "cluster")
+
+
+def _spark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent
+
+
+def _env() -> dict[str, str]:
+    from flowspark.engine.java import find_java_home
+
+    env = dict(os.environ)
+    env["SPARK_HOME"] = str(_spark_home())
+    env["JAVA_HOME"] = find_java_home()
+    env["PYSPARK_PYTHON"] = sys.executable  # the executors' Python: this one, with flowspark
+    env.setdefault("SPARK_LOG_DIR", "")
+    return env
+
+
+def _listening(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), 0.3):
+            return True
+    except OSError:
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _launch(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen:
+    spark_class = _spark_home() / "bin" / "spark-class"
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [str(spark_class), *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,  # outlives this command; stopped by pid
+        )
+
+
+def _master_state(ui_url: str) -> dict[str, Any]:
+    with urllib.request.urlopen(f"{ui_url}/json/", timeout=2) as reply:
+        return json.loads(reply.read())
+
+
+def start_cluster(
+    workers: int = 1,
+    cores: int = 1,
+    memory: str = "1g",
+    host: str = "127.0.0.1",
+    port: int = 7077,
+    ui_port: int = 8080,
+    directory: Path | None = None,
+    timeout: float = 120.0,
+) -> ClusterInfo:
+    """Start a master and ``workers`` workers (each with ``cores`` and ``memory``) and
+    wait until every worker has registered; fail with the log's tail otherwise."""
+    directory = Path(directory or default_dir()).absolute()
+    state = directory / "cluster.json"
+    if state.exists():
+        running = ClusterInfo(**json.loads(state.read_text()))
+        if _alive(running.master_pid):
+            raise RuntimeError(
+                f"a cluster started from {directory} is running at {running.master_url}; "
+                "stop it first (python -m flowspark.cluster stop)"
+            )
+    if _listening(host, port):
+        raise RuntimeError(f"{host}:{port} is taken: give another --port")
+    directory.mkdir(parents=True, exist_ok=True)
+    env = _env()
+    master_url, ui_url = f"spark://{host}:{port}", f"http://{host}:{ui_port}"
+    log = directory / "master.log"
+    master = _launch(
+        [MASTER_CLASS, "--host", host, "--port", str(port), "--webui-port", str(ui_port)], log, env
+    )
+    info = ClusterInfo(master_url, ui_url, master.pid, [], str(directory))
+    try:
+        _wait(lambda: _listening(host, port), master, log, timeout, "the master")
+        for i in range(workers):
+            work = directory / f"worker-{i}"
+            work.mkdir(exist_ok=True)
+            worker = _launch(
+                [WORKER_CLASS, master_url, "--host", host, "--cores", str(cores),
+                 "--memory", memory, "--work-dir", str(work), "--webui-port", "0"],
+                directory / f"worker-{i}.log",
+                env,
+            )  # fmt: skip
+            info.worker_pids.append(worker.pid)
+
+        def registered() -> bool:
+            try:
+                alive = [w for w in _master_state(ui_url)["workers"] if w["state"] == "ALIVE"]
+            except (OSError, ValueError, KeyError):
+                return False
+            return len(alive) >= workers
+
+        _wait(registered, master, log, timeout, f"{workers} worker(s) to register")
+    except BaseException:
+        _terminate([info.master_pid, *info.worker_pids])
+        raise
+    state.write_text(json.dumps(asdict(info)))
+    return info
+
+
+def _wait(ready: Any, proc: subprocess.Popen, log: Path, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            tail = log.read_text(errors="replace").splitlines()[-15:] if log.exists() else []
+            raise RuntimeError(f"waiting for {what} failed (see {log}):\n" + "\n".join(tail))
+        time.sleep(0.2)
+
+
+def _terminate(pids: list[int], grace: float = 15.0) -> None:
+    for pid in pids:  # the process group: spark-class and its JVM
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in pids:
+        if _alive(pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+
+
+def stop_cluster(directory: Path | None = None) -> ClusterInfo | None:
+    """Stop what ``start`` started from ``directory`` (workers first); ``None`` if
+    nothing was started there."""
+    state = Path(directory or default_dir()).absolute() / "cluster.json"
+    if not state.exists():
+        return None
+    info = ClusterInfo(**json.loads(state.read_text()))
+    _terminate(info.worker_pids)
+    _terminate([info.master_pid])
+    state.unlink()
+    return info
+
+
+def cluster_status(directory: Path | None = None) -> dict[str, Any] | None:
+    """The running cluster's master URL and its workers (from the master's JSON)."""
+    state = Path(directory or default_dir()).absolute() / "cluster.json"
+    if not state.exists():
+        return None
+    info = ClusterInfo(**json.loads(state.read_text()))
+    try:
+        workers = _master_state(info.ui_url)["workers"]
+    except (OSError, ValueError, KeyError):
+        return {"master": info.master_url, "running": False, "workers": []}
+    return {
+        "master": info.master_url,
+        "running": True,
+        "ui": info.ui_url,
+        "workers": [{"id": w["id"], "cores": w["cores"], "state": w["state"]} for w in workers],
+    }
