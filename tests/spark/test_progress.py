@@ -153,6 +153,14 @@ def test_the_progress_json_has_one_line_per_batch_and_the_right_totals(watched):
     assert last["watermark_ms"] > last["wall_ms"] and last["watermark_lag_ms"] == 0  # the end
 
 
+def test_a_finite_inputs_share_read_grows_to_all_of_it(watched):
+    """Read over micro-batches, a finite input says how much of it is read (the live
+    display's bar): 100 items per batch of 303."""
+    shares = [line["steps"]["inp"]["read"] for line in watched["lines"] if "inp" in line["steps"]]
+    assert shares[:4] == [round(n / 303, 4) for n in (100, 200, 300)] + [1.0]
+    assert shares[4:] == [1.0] * (len(shares) - 4)  # the end's announcement, if apart
+
+
 def test_visualize_draws_the_runs_figures_from_the_progress_json(watched):
     result = subprocess.run(
         [

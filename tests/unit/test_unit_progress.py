@@ -278,3 +278,15 @@ def test_a_live_inputs_backlog_is_shown_written_and_served():
     with PrometheusMetrics(0, steps=STEPS, wall=lambda: WALL_S) as metrics:
         metrics.on_batch(progress)
         assert _scrape(metrics.url)[("flowspark_input_backlog", "inp")] == 990
+
+
+def test_a_finite_inputs_share_read_is_a_bar():
+    progress = BatchProgress(0, True, 100, {"inp": 10}, {}, {}, share_read={"inp": 0.25})
+    console = Console(record=True, width=120, force_terminal=True)
+    display = LiveProgress(STEPS, "wc", console, clock=Ticks(), wall=lambda: WALL_S)
+    display.on_batch(progress)
+    console.print(display)
+    frame = console.export_text()
+    assert "read" in frame.splitlines()[2]
+    assert "███·········  25%" in frame  # 3 of 12
+    assert "inp out 10 (20.0/s) 25% read" in display.line()

@@ -55,7 +55,8 @@ class BatchProgress:
     ``watermark_ms`` (the flow's clock; ``None`` before the first keyed step
     has one; the end of time once every input has ended), ``state_keys`` (rows
     in keyed state: one per state bucket or key), ``backlog`` per live input that
-    knows it (a stream's messages not read yet, as of the batch's planning) and
+    knows it (a stream's messages not read yet, as of the batch's planning),
+    ``share_read`` per finite input read in micro-batches (0..1, by offsets) and
     the raw progress ``spark`` (a dict), for anything else.
     """
 
@@ -70,6 +71,7 @@ class BatchProgress:
     phases_ms: dict[str, int] = field(default_factory=dict)
     spark: dict[str, Any] | None = None
     backlog: dict[str, int] = field(default_factory=dict)
+    share_read: dict[str, float] = field(default_factory=dict)
 
 
 @runtime_checkable
@@ -159,6 +161,8 @@ def batch_figures(
                 figures[f"{key}_per_s"] = round(count / seconds, 1)
     for step_id, count in progress.backlog.items():
         steps.setdefault(step_id, {})["backlog"] = count
+    for step_id, share in progress.share_read.items():
+        steps.setdefault(step_id, {})["read"] = share
     return {
         "batch": progress.batch_id,
         "streamed": progress.streamed,
@@ -203,8 +207,9 @@ def _watermark_ms(spark: dict[str, Any]) -> int | None:
     return ms or None  # Spark's watermark starts at 0: none yet
 
 
-def _backlog(spark: dict[str, Any]) -> dict[str, int]:
-    """Each live input's backlog, as the source noted it in its end offsets."""
+def _end_offset_figures(spark: dict[str, Any], name: str, kind: type) -> dict[str, Any]:
+    """A figure per input that the source noted in its end offsets (``backlog``: a live
+    input's unread items; ``read``: a finite input's share read)."""
     for source in spark.get("sources") or []:
         end = source.get("endOffset")
         if isinstance(end, str):
@@ -212,8 +217,8 @@ def _backlog(spark: dict[str, Any]) -> dict[str, int]:
                 end = json.loads(end)
             except ValueError:
                 continue
-        if isinstance(end, dict) and isinstance(end.get("backlog"), dict):
-            return {str(k): int(v) for k, v in end["backlog"].items()}
+        if isinstance(end, dict) and isinstance(end.get(name), dict):
+            return {str(k): kind(v) for k, v in end[name].items()}
     return {}
 
 
@@ -271,7 +276,8 @@ class ProgressHub:
                 state_keys=_state_keys(spark),
                 phases_ms=phases,
                 spark=spark,
-                backlog=_backlog(spark),
+                backlog=_end_offset_figures(spark, "backlog", int),
+                share_read=_end_offset_figures(spark, "read", float),
             )
         )
 

@@ -83,6 +83,7 @@ class StepRow:
     in_per_s: float | None = None
     out_per_s: float | None = None
     backlog: int | None = None  # a live input's items not read yet
+    read: float | None = None  # a finite input's share read (0..1)
 
 
 @dataclass
@@ -128,6 +129,8 @@ class Tally:
             self._row(step_id, "window").late += count
         for step_id, count in progress.backlog.items():
             self._row(step_id, "input").backlog = count
+        for step_id, share in progress.share_read.items():
+            self._row(step_id, "input").read = share
         self.batches += 1
         self.last = progress
         lag_ms = watermark_lag_ms(progress.watermark_ms, wall_ms)
@@ -273,6 +276,8 @@ class LiveProgress:
                     figures.append(f"out {row.out:,}" + _per_s(row.out_per_s))
                 if row.backlog is not None:
                     figures.append(f"backlog {row.backlog:,}")
+                if row.read is not None:
+                    figures.append(f"{row.read:.0%} read")
                 if row.kind == "output" or row.in_:
                     figures.append(f"in {row.in_:,}" + _per_s(row.in_per_s))
                 if row.kind.endswith("_window") or row.late:
@@ -300,8 +305,13 @@ class LiveProgress:
             table.add_column("step")
             table.add_column("kind", style="dim")
             backlog = any(row.backlog is not None for row in tally.rows.values())
-            for name in ("in", "in/s", "out", "out/s", "late", "backlog")[: 6 if backlog else 5]:
+            read = any(row.read is not None for row in tally.rows.values())
+            for name in ("in", "in/s", "out", "out/s", "late"):
                 table.add_column(name, justify="right")
+            if backlog:
+                table.add_column("backlog", justify="right")
+            if read:
+                table.add_column("read")
             for row in tally.rows.values():
                 window = row.kind.endswith("_window") or row.late
                 cells = [
@@ -315,8 +325,20 @@ class LiveProgress:
                 ]
                 if backlog:
                     cells.append(f"{row.backlog:,}" if row.backlog is not None else "")
+                if read:
+                    cells.append(_bar(row.read) if row.read is not None else "")
                 table.add_row(*cells)
         return Group(header, Text(" · ".join(facts)), table)
+
+
+def _bar(share: float, width: int = 12) -> str:
+    """A finite input's share read as a text bar.
+
+    >>> _bar(0.5)
+    '██████······  50%'
+    """
+    filled = round(max(0.0, min(1.0, share)) * width)
+    return "█" * filled + "·" * (width - filled) + f" {share:4.0%}"
 
 
 def _per_s(value: float | None) -> str:

@@ -288,6 +288,16 @@ class _SeekableOffsets:
         parts = data.get("parts", {})
         return sum(max(0, e - parts.get(p, 0)) for p, e in self.target.items())
 
+    def share_read(self, data: dict) -> float | None:
+        """How much of a finite input ``data`` has read (0..1, by offsets: bytes of a
+        file, items in memory); ``None`` for a live input."""
+        if self.growing or self.pauses or self.target is None:
+            return None
+        total = sum(self.target.values())
+        parts = data.get("parts", {})
+        done = sum(min(e, parts.get(p, 0)) for p, e in self.target.items())
+        return round(done / total, 4) if total else 1.0
+
     def next_wake(self) -> float | None:
         if self.growing:  # asks the live input again after its poll interval
             return _now() + self.input.poll_interval.total_seconds()
@@ -751,15 +761,22 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         return offsets
 
     def _note_backlog(self, offsets: dict, data: dict) -> None:
-        """Record in the offsets what each live input holds beyond them (Spark's query
-        progress carries the end offsets to the run's progress display)."""
-        backlog = {}
+        """Record in the offsets what each live input holds beyond them, and how much of
+        each finite input they have read (Spark's query progress carries the end
+        offsets to the run's progress display)."""
+        backlog, read = {}, {}
         for entry, manager in self._managers().items():
-            count = getattr(manager, "backlog", lambda _: None)(data.get(entry, {}))
-            if count is not None:
-                backlog[manager.spec.step_id] = count
+            if not isinstance(manager, _SeekableOffsets):
+                continue
+            step_id = manager.spec.step_id
+            if (count := manager.backlog(data.get(entry, {}))) is not None:
+                backlog[step_id] = count
+            if (share := manager.share_read(data.get(entry, {}))) is not None:
+                read[step_id] = share
         if backlog:
             offsets["backlog"] = backlog
+        if read:  # a finite input's share read: a progress bar
+            offsets["read"] = read
 
     def _next_offsets(self, start: dict, begun: dict, data: dict, ended: bool, t: int) -> dict:
         """The end offsets of the next batch (``start`` itself: the query ends)."""
