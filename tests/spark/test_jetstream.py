@@ -370,3 +370,23 @@ def test_the_progress_of_a_run_carries_the_streams_backlog(nats, tmp_path):
     backlogs = [line["steps"]["in"].get("backlog") for line in lines if "in" in line["steps"]]
     assert len(out) == 3000
     assert backlogs == [2000, 1000, 0]
+
+
+def test_a_broker_that_stays_away_fails_the_write_with_one_line_naming_it(tmp_path):
+    """Publishes retry with back-off for retry_for, then fail naming the server; a
+    broker that comes back within it loses nothing."""
+    with NatsServer(tmp_path / "store") as server:
+        add_stream(server.url, "AWAY", ["away.>"], duplicate_window=600.0)
+        output = JetStreamOutput(server.url, "away.x", retry_for=timedelta(seconds=3))
+        sink = output.build(0, 1)
+        sink.begin_batch(0, "t")
+        sink.write_batch([b"before"])
+        server.stop()
+        sink.begin_batch(1, "t")
+        expected = f"^JetStream output: the NATS server {server.url} did not acknowledge 1 of 1 "
+        with pytest.raises(ConnectionError, match=expected + "messages within 3 s"):
+            sink.write_batch([b"lost?"])
+        server.start()
+        sink.begin_batch(1, "t")  # the replay of batch 1, with the broker back
+        sink.write_batch([b"lost?"])
+        assert [d for _, d, _ in read_all(server.url, "AWAY")] == [b"before", b"lost?"]
