@@ -61,3 +61,83 @@ def test_a_cluster_in_one_command_runs_the_quickstart_with_the_same_output(tmp_p
     assert on_cluster.stdout.strip() and sorted(on_cluster.stdout.splitlines()) == sorted(
         local.stdout.splitlines()
     )
+
+
+HELPERS = """
+def double(x):
+    return 2 * x
+"""
+
+SHIPPED_FLOW = """
+import sys
+
+sys.path.insert(0, {site!r})  # a package "installed" on the driver only
+import helpers  # the user's own module, beside the flow
+from flowspark.connectors.stdio import StdOutput
+from flowspark.dataflow import Dataflow
+from flowspark.testing import TestingInput
+
+
+def imported_when_called(x):
+    import helpers as h
+
+    return h.double(x) + 1
+
+
+flow = Dataflow()
+flow.input("inp", TestingInput(list(range(5))))
+flow.map(lambda x: helpers.double(x))  # a helper reached through a global name
+flow.map(imported_when_called)
+if {needs_installed!r}:
+    import fakepkg_only_here
+
+    flow.map(lambda x: fakepkg_only_here.VALUE + x)
+flow.output("out", StdOutput())
+"""
+
+
+@pytest.mark.slow
+def test_the_users_own_modules_reach_the_executors_and_a_missing_package_is_named(
+    tmp_path: Path,
+):
+    """Executors of a standalone cluster do not share the driver's sys.path: the
+    user's modules travel in a zip; an installed package missing there is named."""
+    project = tmp_path / "project"
+    site = tmp_path / "site-packages"  # counts as installed: not shipped
+    project.mkdir()
+    site.mkdir()
+    (project / "helpers.py").write_text(HELPERS)
+    (site / "fakepkg_only_here.py").write_text("VALUE = 100\n")
+    state = tmp_path / "cluster"
+    port, ui_port = free_port(), free_port()
+    started = _cli("-m", "flowspark.cluster", "start", "--workers", "1", "--cores", "2",
+                   "--dir", str(state), "--port", str(port), "--ui-port", str(ui_port))  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    master = started.stdout.strip()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    try:
+        results = []
+        for needs_installed in (False, True):
+            flow = project / f"flow_{needs_installed}.py"
+            flow.write_text(SHIPPED_FLOW.format(site=str(site), needs_installed=needs_installed))
+            results.append(
+                subprocess.run(
+                    [sys.executable, "-m", "flowspark.run", f"{flow}:flow", "--master", master],
+                    capture_output=True,
+                    text=True,
+                    timeout=240,
+                    cwd=tmp_path,
+                    env=env,
+                )  # fmt: skip
+            )
+    finally:
+        _cli("-m", "flowspark.cluster", "stop", "--dir", str(state))
+    shipped, missing = results
+    assert shipped.returncode == 0, shipped.stderr[-3000:]
+    assert shipped.stdout.split() == ["1", "5", "9", "13", "17"]
+    assert missing.returncode == 1
+    assert missing.stderr.strip().splitlines()[-1] == (
+        "flowspark: Spark stopped the flow: a worker cannot import module 'fakepkg_only_here': "
+        "install it on every worker (flowspark ships only your own modules, not installed "
+        "packages)"
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from flowspark.engine.shipping import missing_module_hint
 from flowspark.runtime.errors import find_step_error
 
 __all__ = ["FlowRunError", "clean_spark_error"]
@@ -22,6 +23,9 @@ def clean_spark_error(exc: BaseException) -> BaseException:
     step_error = find_step_error(text)
     if step_error is not None:
         return step_error
+    hint = missing_module_hint(text)
+    if hint is not None:
+        return FlowRunError(f"Spark stopped the flow: {hint}")
     lines = [line for line in text.splitlines() if line.strip() and not line.startswith("\tat ")]
     summary = "\n".join(lines[:_MAX_LINES])
     return FlowRunError(

@@ -19,7 +19,6 @@ import pickle
 import shutil
 import signal
 import sys
-import sysconfig
 import tempfile
 import threading
 import time
@@ -35,6 +34,7 @@ import cloudpickle
 from flowspark.api.dataflow import Dataflow
 from flowspark.api.inputs import SeekableInput
 from flowspark.engine.observe import ProgressHub, ProgressLog, ReportBuilder, RunListener, RunReport
+from flowspark.engine.shipping import is_installed, ship_user_modules
 from flowspark.plan.graph import Plan, build_plan
 from flowspark.runtime.codec import ROW_SCHEMA
 from flowspark.runtime.compile import CompiledFlow, CompiledLevel, compile_flow
@@ -80,15 +80,6 @@ class RunConfig:
     metrics_host: str = "127.0.0.1"
 
 
-def _is_installed(path: str) -> bool:
-    """Whether a module file belongs to an installed package or the standard library."""
-    real = os.path.realpath(path)
-    if "site-packages" in real or "dist-packages" in real:
-        return True
-    stdlib = os.path.realpath(sysconfig.get_paths()["stdlib"])
-    return real.startswith(stdlib + os.sep)
-
-
 def _register_user_modules(plan: Plan) -> None:
     """Pickle the user's own modules by value, so workers need not import them."""
     objects: list[Any] = []
@@ -101,7 +92,7 @@ def _register_user_modules(plan: Plan) -> None:
         path = getattr(module, "__file__", None)
         if module is None or not path or name == "__main__" or name.startswith("flowspark"):
             continue
-        if not _is_installed(path):
+        if not is_installed(path):
             cloudpickle.register_pickle_by_value(module)
 
 
@@ -235,6 +226,8 @@ def run_flow(flow: Dataflow, config: RunConfig | None = None) -> RunReport:
     _check_connectors(plan)
     _register_user_modules(plan)
     spark = get_session(config.master, config.verbose)
+    if not _local(spark):  # executors do not share the driver's sys.path
+        ship_user_modules(spark, Path(tempfile.mkdtemp(prefix="flowspark-ship-")))
     parallelism = session_parallelism()
     compiled = compile_flow(plan, int(spark.conf.get("spark.sql.shuffle.partitions")))
     with contextlib.ExitStack() as services:  # e.g. an HTTP source's server

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from flowspark.api.outputs import DynamicOutput, Output, PartitionedOutput
+from flowspark.engine.errors import clean_spark_error
 from flowspark.plan.graph import Plan
 from flowspark.runtime.codec import (
     LATE_COUNT_PORT,
@@ -30,7 +31,7 @@ from flowspark.runtime.codec import (
     decode_count,
     decode_items,
 )
-from flowspark.runtime.errors import StepError, find_step_error, user_error
+from flowspark.runtime.errors import StepError, user_error
 
 __all__ = ["BatchDispatcher", "FlowFailed"]
 
@@ -189,7 +190,7 @@ class BatchDispatcher:
         try:
             table = df.toArrow()
         except Exception as exc:  # a worker failed: keep the clean error, stop the query
-            self.error = find_step_error(str(exc)) or exc
+            self.error = clean_spark_error(exc)  # the user's error, or a short one
             raise FlowFailed(str(self.error)) from None
         try:
             self._dispatch(table, batch_id)
