@@ -1,4 +1,4 @@
-"""Benchmark jobs in flowspark (embedded Spark, ``local[2]``).
+"""Benchmark jobs in flowspark (embedded Spark, ``local[2]``, or run.py ``--master``).
 
 Contract (see ``harness.py`` and ``README.md``): each ``run_<job>(n)`` runs the
 job once on ``n`` items and returns ``seconds`` (processing, excluding engine
@@ -40,7 +40,7 @@ def _engine(stream: bool | None = None) -> float:
     from flowspark.testing import TestingInput, TestingOutput
 
     t0 = time.perf_counter()
-    get_session("local[2]")
+    get_session(os.environ.get("FLOWSPARK_BENCH_MASTER") or "local[2]")  # run.py --master
     warm = Dataflow()
     warm.input("inp", TestingInput(range(10)))
     warm.map(lambda x: (str(x % 2), x))
@@ -99,6 +99,7 @@ def _mode_keys(mode: str) -> dict[str, Any]:
     keys: dict[str, Any] = {"mode": mode, "checkpoint": mode == "stream"}
     if os.environ.get(BATCH_ITEMS_ENV):
         keys["batch_items"] = int(os.environ[BATCH_ITEMS_ENV])
+    keys["master"] = os.environ.get("FLOWSPARK_BENCH_MASTER") or "local[2]"
     return keys
 
 

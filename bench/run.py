@@ -208,6 +208,13 @@ def main(argv: list[str] | None = None) -> int:
         help="flowspark: stream bounded inputs that fit one micro-batch (not one batch job)",
     )
     ap.add_argument(
+        "--master",
+        default=None,
+        metavar="URL",
+        help="flowspark: the Spark master (default local[2]; e.g. spark://127.0.0.1:7077 "
+        "from python -m flowspark.cluster start)",
+    )
+    ap.add_argument(
         "--batch-items",
         type=int,
         default=None,
@@ -253,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"latency needs --rate > 0 and --duration > {jobs.LATENCY_WARMUP_S:g} s")
     if args.batch_items:
         os.environ["FLOWSPARK_BENCH_BATCH_ITEMS"] = str(args.batch_items)  # children inherit
+    if args.master:
+        os.environ["FLOWSPARK_BENCH_MASTER"] = args.master  # children inherit
     all_ok = True
     for job in job_list:
         systems = list(JOB_SYSTEMS[job]) if args.system == "all" else [args.system]
