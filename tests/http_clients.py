@@ -67,3 +67,18 @@ def wait_healthy(
             pass
         time.sleep(0.2)
     raise AssertionError(f"/health on port {port} did not answer 200 in {timeout} s")
+
+
+def scrape_metrics(url: str) -> dict[tuple[str, str], float]:
+    """A Prometheus endpoint's samples: ``(name, its "step" label or "") -> value``."""
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(url, timeout=5) as response:
+        text = response.read().decode()
+    return {
+        (sample.name, sample.labels.get("step", "")): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }

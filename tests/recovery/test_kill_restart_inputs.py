@@ -6,54 +6,19 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-FLOW = """
-from datetime import datetime, timedelta, timezone
+from tests.recovery.cli_runs import PACED_INPUT, output_lines, start_cli
 
+PARTS = {"a": (200, 0.02), "b": (40, 0.2), "c": (0, 0.001)}
+
+FLOW = """
 from flowspark.connectors.files import FileInput, FileOutput
 from flowspark.dataflow import Dataflow
-from flowspark.inputs import PartitionedInput, StatefulSource
-
-PARTS = {{"a": (200, 0.02), "b": (40, 0.2), "c": (0, 0.001)}}
-
-
-class Paced(StatefulSource):
-    def __init__(self, part, n, every, i):
-        self.part, self.n, self.every, self.i = part, n, timedelta(seconds=every), i
-        self.due = datetime.now(timezone.utc)
-
-    def next_batch(self):
-        if self.i >= self.n:
-            raise StopIteration
-        now = datetime.now(timezone.utc)
-        if now < self.due:
-            return []
-        self.due = now + self.every
-        self.i += 1
-        return [(self.part, self.i)]
-
-    def next_awake(self):
-        return self.due
-
-    def snapshot(self):
-        return self.i
-
-
-class PacedInput(PartitionedInput):
-    def list_parts(self):
-        return list(PARTS)
-
-    def build_part(self, for_part, resume_state):
-        n, every = PARTS[for_part]
-        return Paced(for_part, n, every, resume_state or 0)
-
 
 flow = Dataflow()
 live = flow.input("live", PacedInput())
@@ -80,22 +45,6 @@ def _expected() -> list[str]:
     return lines
 
 
-def _start(flow_file: Path, recovery: Path) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "flowspark.run", f"{flow_file}:flow", "--master", "local[2]",
-           "-r", str(recovery), "--max-batch-items", "100"]  # fmt: skip
-    return subprocess.Popen(
-        cmd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-
-
-def _lines(path: Path) -> list[str]:
-    return path.read_text().splitlines() if path.exists() else []
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("kill_after_lines", [5, 400])
 def test_sigkill_with_inputs_of_different_lengths_then_restart_gives_each_item_once(
@@ -105,24 +54,26 @@ def test_sigkill_with_inputs_of_different_lengths_then_restart_gives_each_item_o
     data.write_text("".join(f"{i}\n" for i in range(1, SOURCES["f"] + 1)))
     out = tmp_path / "out.txt"
     flow_file = tmp_path / "inputsflow.py"
-    flow_file.write_text(FLOW.format(data=str(data), out=str(out)))
+    flow_file.write_text(
+        f"PARTS = {PARTS!r}\n" + PACED_INPUT + FLOW.format(data=str(data), out=str(out))
+    )
     recovery = tmp_path / "recovery"
     expected = _expected()
 
-    proc = _start(flow_file, recovery)
+    proc = start_cli(flow_file, recovery, "--max-batch-items", "100")
     deadline = time.monotonic() + 240
-    while len(_lines(out)) < kill_after_lines and proc.poll() is None:
+    while len(output_lines(out)) < kill_after_lines and proc.poll() is None:
         assert time.monotonic() < deadline, "the flow made no progress"
         time.sleep(0.01)
     killed_mid_run = proc.poll() is None
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert killed_mid_run and len(_lines(out)) < len(expected), "kill landed after the end"
+    assert killed_mid_run and len(output_lines(out)) < len(expected), "kill landed after the end"
 
-    proc = _start(flow_file, recovery)
+    proc = start_cli(flow_file, recovery, "--max-batch-items", "100")
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err.decode()[-3000:]
-    lines = _lines(out)
+    lines = output_lines(out)
     duplicates = [line for line, n in Counter(lines).items() if n > 1]
     assert not duplicates, f"{len(duplicates)} lines written twice, e.g. {duplicates[:3]}"
     assert sorted(lines) == sorted(expected)

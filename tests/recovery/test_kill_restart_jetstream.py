@@ -13,7 +13,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.nats_server import NatsServer, add_stream, publish, read_all, stream_state
+from tests.recovery.cli_runs import start_cli
 
 KEYS = 5
 N = 20_000
@@ -69,18 +69,6 @@ def _expected() -> Counter:
     return Counter(f"{key} {total}" for (key, _), total in sums.items())
 
 
-def _start(flow_file: Path, recovery: Path, bounded: bool) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "flowspark.run", f"{flow_file}:flow", "--master", "local[2]",
-           "-r", str(recovery)] + (["--bounded"] if bounded else [])  # fmt: skip
-    return subprocess.Popen(
-        cmd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-
-
 def _output(url: str, stream: str) -> Counter:
     return Counter(data.decode() for _, data, _ in read_all(url, stream))
 
@@ -122,14 +110,14 @@ def test_kill_9_at_a_random_point_then_restart_gives_exactly_the_uninterrupted_o
     recovery = tmp_path / "recovery"
     kill_at = random.Random(trial).randrange(1, sum(expected.values()) - 100)
 
-    proc = _start(flow_file, recovery, bounded=True)
+    proc = start_cli(flow_file, recovery, "--bounded")
     assert _wait_for(broker.url, out_stream, kill_at, proc, 240), "the run ended before the kill"
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     before = stream_state(broker.url, out_stream).messages
     assert before < sum(expected.values())
 
-    proc = _start(flow_file, recovery, bounded=True)
+    proc = start_cli(flow_file, recovery, "--bounded")
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err.decode()[-3000:]
     got = _output(broker.url, out_stream)
@@ -151,7 +139,7 @@ def test_broker_restart_mid_run_loses_and_duplicates_nothing(broker: NatsServer,
             FLOW.format(url=server.url, stream="LIVE", subject="out.sums", length=WINDOW * SPACING)
         )
         expected = _expected()
-        proc = _start(flow_file, tmp_path / "recovery", bounded=False)
+        proc = start_cli(flow_file, tmp_path / "recovery")
         try:
             publish(server.url, _events(0, N // 2))
             _wait_for(server.url, "OUT", 100, proc, 240)

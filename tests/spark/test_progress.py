@@ -8,7 +8,6 @@ import json
 import os
 import pty
 import re
-import socket
 import subprocess
 import sys
 import textwrap
@@ -20,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from flowspark.engine.observe import BatchProgress
 from flowspark.engine.progress import PrometheusMetrics, watched_steps
 from flowspark.engine.query import RunConfig, run_flow
 from flowspark.plan.graph import build_plan
+from tests.http_clients import free_port, scrape_metrics
 
 # 300 items over hours 0..9 for keys k0..k2 (windows of 5 h: 50 items per key and
 # window), 100 per micro-batch, then hour 1 once per key: late by then.
@@ -52,24 +51,6 @@ WINDOWED_FLOW = textwrap.dedent(
     """
 )
 
-SAMPLE = tuple[str, str]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _scrape(url: str) -> dict[SAMPLE, float]:
-    with urllib.request.urlopen(url, timeout=5) as response:
-        text = response.read().decode()
-    return {
-        (sample.name, sample.labels.get("step", "")): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    }
-
 
 class Probe:
     """Scrapes the run's endpoint once per batch (after the endpoint has counted it)."""
@@ -77,11 +58,11 @@ class Probe:
     def __init__(self, url: str) -> None:
         self.url = url
         self.seen: list[BatchProgress] = []
-        self.scrapes: list[dict[SAMPLE, float]] = []
+        self.scrapes: list[dict[tuple[str, str], float]] = []
 
     def on_batch(self, progress: BatchProgress) -> None:
         self.seen.append(progress)
-        self.scrapes.append(_scrape(self.url))
+        self.scrapes.append(scrape_metrics(self.url))
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +75,7 @@ def watched(tmp_path_factory) -> dict[str, Any]:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    port = _free_port()
+    port = free_port()
     probe = Probe(f"http://127.0.0.1:{port}/metrics")
     progress_json = folder / "progress.jsonl"
     steps = watched_steps(build_plan(module.flow))
@@ -109,7 +90,7 @@ def watched(tmp_path_factory) -> dict[str, Any]:
                 listeners=[probe, own],
             ),
         )
-        after = _scrape(own.url)
+        after = scrape_metrics(own.url)
     return {
         "flow_file": path,
         "module": module,

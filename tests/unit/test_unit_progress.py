@@ -15,7 +15,6 @@ import urllib.error
 import urllib.request
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 from rich.console import Console
 
 from flowspark.dataflow import Dataflow
@@ -24,6 +23,7 @@ from flowspark.engine.progress import LiveProgress, PrometheusMetrics, Tally, wa
 from flowspark.plan.graph import build_plan
 from flowspark.plan.render import read_progress
 from flowspark.testing import TestingInput, TestingOutput
+from tests.http_clients import scrape_metrics
 
 STEPS = [("inp", "input"), ("count", "fold_window"), ("out", "output"), ("late", "output")]
 WALL_S = 1_700_000_010.0
@@ -212,27 +212,17 @@ def test_batch_figures_without_a_watermark_or_a_time():
 # --- the Prometheus endpoint ------------------------------------------------------------
 
 
-def _scrape(url: str) -> dict[tuple[str, str], float]:
-    with urllib.request.urlopen(url, timeout=5) as response:
-        text = response.read().decode()
-    return {
-        (sample.name, sample.labels.get("step", "")): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    }
-
-
 def test_the_metrics_endpoint_serves_the_runs_figures_over_http():
     with PrometheusMetrics(0, steps=STEPS, wall=lambda: WALL_S) as metrics:
         assert metrics.url == f"http://127.0.0.1:{metrics.port}/metrics"
-        before = _scrape(metrics.url)
+        before = scrape_metrics(metrics.url)
         assert before[("flowspark_items_read_total", "inp")] == 0
         assert before[("flowspark_late_items_total", "count")] == 0
         assert before[("flowspark_batches_total", "")] == 0
         assert math.isnan(before[("flowspark_watermark_lag_seconds", "")])  # until known
         for progress in _batches():
             metrics.on_batch(progress)
-        after = _scrape(metrics.url)
+        after = scrape_metrics(metrics.url)
     assert after[("flowspark_items_read_total", "inp")] == 250
     assert after[("flowspark_items_written_total", "out")] == 6
     assert after[("flowspark_items_written_total", "late")] == 1
@@ -248,8 +238,8 @@ def test_the_metrics_endpoint_serves_the_runs_figures_over_http():
 def test_two_endpoints_in_one_process_keep_their_own_figures():
     with PrometheusMetrics(0, steps=STEPS) as one, PrometheusMetrics(0, steps=STEPS) as two:
         one.on_batch(_batches()[0])
-        assert _scrape(one.url)[("flowspark_items_read_total", "inp")] == 100
-        assert _scrape(two.url)[("flowspark_items_read_total", "inp")] == 0
+        assert scrape_metrics(one.url)[("flowspark_items_read_total", "inp")] == 100
+        assert scrape_metrics(two.url)[("flowspark_items_read_total", "inp")] == 0
 
 
 def test_watch_run_serves_metrics_and_says_where():
@@ -258,7 +248,7 @@ def test_watch_run_serves_metrics_and_says_where():
         (metrics,) = listeners
         assert isinstance(metrics, PrometheusMetrics)
         assert err.getvalue() == f"flowspark: metrics at {metrics.url}\n"
-        assert _scrape(metrics.url)[("flowspark_items_written_total", "out")] == 0
+        assert scrape_metrics(metrics.url)[("flowspark_items_written_total", "out")] == 0
 
 
 def test_a_live_inputs_backlog_is_shown_written_and_served():
@@ -277,7 +267,7 @@ def test_a_live_inputs_backlog_is_shown_written_and_served():
     assert batch_figures(progress, wall_ms=0)["steps"]["inp"] == {"out": 10, "backlog": 990}
     with PrometheusMetrics(0, steps=STEPS, wall=lambda: WALL_S) as metrics:
         metrics.on_batch(progress)
-        assert _scrape(metrics.url)[("flowspark_input_backlog", "inp")] == 990
+        assert scrape_metrics(metrics.url)[("flowspark_input_backlog", "inp")] == 990
 
 
 def test_a_finite_inputs_share_read_is_a_bar():

@@ -554,7 +554,7 @@ class JetStreamOutput(DynamicOutput):
                 )
         if stream is not None:
             info = _stream_info(conn, stream, min(self.retry_for, 10.0))
-            window = (info.config.duplicate_window or 0) / 1
+            window = info.config.duplicate_window or 0  # seconds
             log.info("JetStream output to stream %r: duplicate window %.0f s", stream, window)
 
     def build(self, worker_index: int, worker_count: int) -> StatelessSink:
