@@ -234,6 +234,7 @@ class _SeekableOffsets:
         # only pauses there: it never announces the end, so open windows stay open
         # for the next run to continue. Without one the input ends there.
         self.pauses = live and pause_live
+        self.never_ends = self.growing or self.pauses
         self.target: dict[str, int] | None = None
 
     def _target(self) -> dict[str, int]:
@@ -275,7 +276,7 @@ class _SeekableOffsets:
         return {"parts": latest}
 
     def ended(self, data: dict) -> bool:
-        if self.growing or self.pauses:
+        if self.never_ends:
             return False
         parts = data.get("parts", {})
         return all(parts.get(p, 0) >= e for p, e in self._target().items())
@@ -283,7 +284,7 @@ class _SeekableOffsets:
     def backlog(self, data: dict) -> int | None:
         """What a live input holds beyond ``data`` (in its offsets: a stream's messages),
         as of its last look; ``None`` for a finite input."""
-        if not (self.growing or self.pauses) or self.target is None:
+        if not self.never_ends or self.target is None:
             return None
         parts = data.get("parts", {})
         return sum(max(0, e - parts.get(p, 0)) for p, e in self.target.items())
@@ -291,7 +292,7 @@ class _SeekableOffsets:
     def share_read(self, data: dict) -> float | None:
         """How much of a finite input ``data`` has read (0..1, by offsets: bytes of a
         file, items in memory); ``None`` for a live input."""
-        if self.growing or self.pauses or self.target is None:
+        if self.never_ends or self.target is None:
             return None
         total = sum(self.target.values())
         parts = data.get("parts", {})
@@ -757,10 +758,10 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         if self.event_time and offsets is not start and offsets["t"] != EOF_MS:
             offsets["wm"] = self._flow_watermark(data, start)
         if offsets is not start:
-            self._note_backlog(offsets, data)
+            self._note_input_figures(offsets, data)
         return offsets
 
-    def _note_backlog(self, offsets: dict, data: dict) -> None:
+    def _note_input_figures(self, offsets: dict, data: dict) -> None:
         """Record in the offsets what each live input holds beyond them, and how much of
         each finite input they have read (Spark's query progress carries the end
         offsets to the run's progress display)."""
