@@ -105,6 +105,13 @@ def _parser() -> argparse.ArgumentParser:
         help="checkpoint directory: a rerun resumes where the last run stopped",
     )
     p.add_argument(
+        "--shared-recovery",
+        action="store_true",
+        default=os.environ.get("FLOWSPARK_RECOVERY_SHARED", "") not in ("", "0"),
+        help="the recovery directory is on storage that the driver and every worker "
+        "mount at the same path (needed on a cluster)",
+    )
+    p.add_argument(
         "--trigger-interval",
         type=float,
         default=None,
@@ -131,6 +138,14 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         metavar="N",
         help="read at most N items per input into one micro-batch (default: all available)",
+    )
+    p.add_argument(
+        "--parallelism",
+        type=int,
+        default=None,
+        metavar="N",
+        help="partitions per micro-batch (default: $FLOWSPARK_PARALLELISM, else the "
+        "master's cores: local[N]'s N, a cluster's executor cores)",
     )
     p.add_argument("--verbose", action="store_true", help="show Spark's own log on stderr")
     watch = p.add_argument_group("watching a run (all on stderr or the network, never stdout)")
@@ -264,6 +279,16 @@ def _check_watching(args: argparse.Namespace) -> None:
         ) from None
 
 
+def _check_parallelism(args: argparse.Namespace) -> None:
+    """``--parallelism`` / ``$FLOWSPARK_PARALLELISM`` must be whole numbers >= 1."""
+    from flowspark.engine.session import wanted_parallelism
+
+    try:
+        wanted_parallelism(args.parallelism)
+    except ValueError as exc:
+        raise SystemExit(f"flowspark.run: --parallelism: {exc}") from None
+
+
 def _show_ui(args: argparse.Namespace) -> None:
     """Start the session with Spark's UI (unless ``$FLOWSPARK_UI`` says otherwise) and
     say where it is, on stderr."""
@@ -271,7 +296,7 @@ def _show_ui(args: argparse.Namespace) -> None:
     from flowspark.engine.session import get_session
 
     os.environ.setdefault("FLOWSPARK_UI", "true")
-    spark = get_session(args.master, args.verbose)
+    spark = get_session(args.master, args.verbose, parallelism=args.parallelism)
     print(spark_ui_line(spark), file=sys.stderr, flush=True)
 
 
@@ -303,8 +328,11 @@ def main(argv: list[str] | None = None) -> int:
         progress_json=args.progress_json,
         metrics_port=args.metrics_port,
         metrics_host=args.metrics_host,
+        parallelism=args.parallelism,
+        recovery_shared=args.shared_recovery,
     )
     _check_watching(args)
+    _check_parallelism(args)
     if args.ui:
         _show_ui(args)
     try:

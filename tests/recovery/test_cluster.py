@@ -31,6 +31,24 @@ def _cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
     )
 
 
+PARALLELISM = """
+from flowspark.engine.session import get_session, session_parallelism
+
+spark = get_session({master!r})
+print(session_parallelism(), spark.conf.get("spark.sql.shuffle.partitions"))
+"""
+
+
+def _parallelism(master: str, **env: str) -> str:
+    """What a session on ``master`` (in a fresh process) runs micro-batches with."""
+    done = subprocess.run(
+        [sys.executable, "-c", PARALLELISM.format(master=master)],
+        capture_output=True, text=True, timeout=180, cwd=ROOT, env={**os.environ, **env},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip()
+
+
 @pytest.mark.slow
 def test_a_cluster_in_one_command_runs_the_quickstart_with_the_same_output(tmp_path: Path):
     state = tmp_path / "cluster"
@@ -50,6 +68,10 @@ def test_a_cluster_in_one_command_runs_the_quickstart_with_the_same_output(tmp_p
 
         on_cluster = _cli("-m", "flowspark.run", "examples/quickstart.py", "--master", master)
         assert on_cluster.returncode == 0, on_cluster.stderr[-3000:]
+        # Partitions per micro-batch follow the cluster's cores (2 workers x 1 core),
+        # not the driver's; $FLOWSPARK_PARALLELISM overrides them.
+        assert _parallelism(master) == "2 2"
+        assert _parallelism(master, FLOWSPARK_PARALLELISM="3") == "3 3"
     finally:
         stopped = _cli("-m", "flowspark.cluster", "stop", "--dir", str(state))
     assert stopped.returncode == 0 and master in stopped.stderr

@@ -222,3 +222,18 @@ def test_a_progress_json_in_a_missing_directory_exits_before_spark_starts(module
 
     with pytest.raises(SystemExit, match="--progress-json: no such directory"):
         main([module_name, "--progress-json", "no/such/dir/p.jsonl"])
+
+
+def test_a_parallelism_below_one_exits_before_spark_starts(module_name):
+    from flowspark.cli import main
+
+    with pytest.raises(SystemExit, match="--parallelism: the parallelism must be at least 1"):
+        main([module_name, "--parallelism", "0"])
+
+
+def test_a_parallelism_from_the_environment_that_is_no_number_exits(module_name, monkeypatch):
+    from flowspark.cli import main
+
+    monkeypatch.setenv("FLOWSPARK_PARALLELISM", "four")
+    with pytest.raises(SystemExit, match="FLOWSPARK_PARALLELISM must be a whole number"):
+        main([module_name])

@@ -31,7 +31,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ClusterInfo", "default_dir", "start_cluster", "stop_cluster", "cluster_status"]
+__all__ = [
+    "ClusterInfo",
+    "cluster_status",
+    "default_dir",
+    "start_cluster",
+    "start_worker",
+    "stop_cluster",
+]
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -88,11 +95,13 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _launch(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen:
+def _launch(
+    args: list[str], log: Path, env: dict[str, str], wrapper: tuple[str, ...] = ()
+) -> subprocess.Popen:
     spark_class = _spark_home() / "bin" / "spark-class"
     with open(log, "ab") as out:
         return subprocess.Popen(
-            [str(spark_class), *args],
+            [*wrapper, str(spark_class), *args],
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -140,15 +149,7 @@ def start_cluster(
     try:
         _wait(lambda: _listening(host, port), master, log, timeout, "the master")
         for i in range(workers):
-            work = directory / f"worker-{i}"
-            work.mkdir(exist_ok=True)
-            worker = _launch(
-                [WORKER_CLASS, master_url, "--host", host, "--cores", str(cores),
-                 "--memory", memory, "--work-dir", str(work), "--webui-port", "0"],
-                directory / f"worker-{i}.log",
-                env,
-            )  # fmt: skip
-            info.worker_pids.append(worker.pid)
+            info.worker_pids.append(start_worker(info, i, cores, memory, host).pid)
 
         def registered() -> bool:
             try:
@@ -163,6 +164,30 @@ def start_cluster(
         raise
     state.write_text(json.dumps(asdict(info)))
     return info
+
+
+def start_worker(
+    cluster: ClusterInfo,
+    index: int,
+    cores: int = 1,
+    memory: str = "1g",
+    host: str = "127.0.0.1",
+    wrapper: tuple[str, ...] = (),
+) -> subprocess.Popen:
+    """Start one more worker of ``cluster`` (work directory and log named by
+    ``index`` in the cluster's directory); ``wrapper`` is a command prefix it runs
+    under (e.g. one that gives it a mount namespace of its own). Its process group
+    holds everything it starts (executors, their Python workers)."""
+    directory = Path(cluster.directory)
+    work = directory / f"worker-{index}"
+    work.mkdir(parents=True, exist_ok=True)
+    return _launch(
+        [WORKER_CLASS, cluster.master_url, "--host", host, "--cores", str(cores),
+         "--memory", memory, "--work-dir", str(work), "--webui-port", "0"],
+        directory / f"worker-{index}.log",
+        _env(),
+        wrapper,
+    )  # fmt: skip
 
 
 def _wait(ready: Any, proc: subprocess.Popen, log: Path, timeout: float, what: str) -> None:

@@ -63,6 +63,10 @@ class RunConfig:
     (:mod:`flowspark.engine.progress`): ``progress`` a live display on stderr
     (``None``: when stderr is a terminal), ``progress_json`` a file of one JSON line
     per micro-batch, ``metrics_port`` a Prometheus endpoint on ``metrics_host``.
+    ``parallelism``: partitions per micro-batch (default: the master's cores, see
+    :func:`~flowspark.engine.session.get_session`). ``recovery_shared``: the
+    recovery directory, a path, is on storage that the driver and every worker
+    mount at that same path (required with a path on a non-local master).
     """
 
     bounded: bool = False
@@ -78,6 +82,8 @@ class RunConfig:
     progress_json: str | None = None
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
+    parallelism: int | None = None
+    recovery_shared: bool = False
 
 
 def _register_user_modules(plan: Plan) -> None:
@@ -196,6 +202,35 @@ def recovery_path(location: str) -> Path:
     )
 
 
+def check_recovery_storage(location: str, master: str | None, shared: bool = False) -> Path:
+    """The recovery directory's local path, if a run on ``master`` can use it.
+
+    On a cluster each worker keeps a keyed step's state in the recovery directory:
+    a path there names a folder on every worker's own disk unless the path is on
+    storage they all mount, which only the user knows (``shared``).
+
+    >>> check_recovery_storage("/tmp/rec", "local[2]")
+    PosixPath('/tmp/rec')
+    >>> check_recovery_storage("/mnt/nfs/rec", "spark://h:7077", shared=True)
+    PosixPath('/mnt/nfs/rec')
+    >>> try:
+    ...     check_recovery_storage("/tmp/rec", "spark://h:7077")
+    ... except ValueError as exc:
+    ...     print(str(exc).split(":")[0])
+    recovery directory '/tmp/rec' is a path on this machine, but the run goes to spark
+    """
+    path = recovery_path(location)
+    master = master or os.environ.get("FLOWSPARK_MASTER") or "local[*]"
+    if not (shared or master.startswith("local")):
+        raise ValueError(
+            f"recovery directory {location!r} is a path on this machine, but the run goes "
+            f"to {master}, whose workers would keep state on their own disks: put it on "
+            "storage that every worker mounts at the same path and say so with "
+            "--shared-recovery (RunConfig(recovery_shared=True))"
+        )
+    return path
+
+
 @contextlib.contextmanager
 def _run_directory(config: RunConfig) -> Iterator[tuple[Path, Path]]:
     scratch = Path(tempfile.mkdtemp(prefix="flowspark-"))
@@ -220,12 +255,12 @@ def run_flow(flow: Dataflow, config: RunConfig | None = None) -> RunReport:
     from flowspark.engine.session import get_session, session_parallelism
 
     config = config or RunConfig()
-    if config.recovery_dir:
-        recovery_path(config.recovery_dir)  # a URI it cannot use fails before Spark starts
+    if config.recovery_dir:  # a directory it cannot use fails before Spark starts
+        check_recovery_storage(config.recovery_dir, config.master, config.recovery_shared)
     plan = build_plan(flow)
     _check_connectors(plan)
     _register_user_modules(plan)
-    spark = get_session(config.master, config.verbose)
+    spark = get_session(config.master, config.verbose, parallelism=config.parallelism)
     if not _local(spark):  # executors do not share the driver's sys.path
         ship_user_modules(spark, Path(tempfile.mkdtemp(prefix="flowspark-ship-")))
     parallelism = session_parallelism()

@@ -38,18 +38,72 @@ from collections.abc import Iterator
 from importlib import resources
 from typing import Any
 
-__all__ = ["get_session", "stop_session", "session_parallelism"]
+__all__ = ["get_session", "stop_session", "session_parallelism", "wanted_parallelism"]
 
 _LOCK = threading.Lock()
 _SESSION: Any = None
 _PARALLELISM = 2
 
 
-def _cores(master: str) -> int:
+def _cores(master: str) -> int | None:
+    """Cores of an embedded ``local[...]`` master; ``None`` for a cluster (its
+    executors tell, once they have registered).
+
+    >>> _cores("local[3]"), _cores("local[1, 4]"), _cores("spark://h:7077")
+    (3, 1, None)
+    """
     match = re.fullmatch(r"local\[(\d+)(?:,\s*\d+)?\]", master)
     if match:
         return max(1, int(match.group(1)))
-    return os.cpu_count() or 2
+    if master.startswith("local"):
+        return os.cpu_count() or 2
+    return None
+
+
+def wanted_parallelism(parallelism: int | None) -> int | None:
+    """``parallelism`` or ``$FLOWSPARK_PARALLELISM`` (``None``: follow the master).
+
+    >>> wanted_parallelism(4)
+    4
+    >>> wanted_parallelism(0)
+    Traceback (most recent call last):
+    ...
+    ValueError: the parallelism must be at least 1; got 0
+    """
+    if parallelism is None:
+        text = os.environ.get("FLOWSPARK_PARALLELISM", "").strip()
+        if not text:
+            return None
+        if not text.isdigit():
+            raise ValueError(f"FLOWSPARK_PARALLELISM must be a whole number; got {text!r}")
+        parallelism = int(text)
+    if parallelism < 1:
+        raise ValueError(f"the parallelism must be at least 1; got {parallelism}")
+    return parallelism
+
+
+def _cluster_parallelism(session: Any, master: str, wait_s: float) -> int:
+    """The cores of the cluster's executors: waits until at least one has registered
+    and their number has held for a second (workers register one after another),
+    at most ``wait_s`` seconds; none by then fails with one line."""
+    tracker = session.sparkContext._jsc.sc().statusTracker()
+    deadline = time.monotonic() + wait_s
+    seen, steady_since = 0, time.monotonic()
+    while True:
+        executors = len(tracker.getExecutorInfos()) - 1  # the driver is listed too
+        now = time.monotonic()
+        if executors != seen:
+            seen, steady_since = executors, now
+        if seen > 0 and now - steady_since >= 1.0:
+            return int(session.sparkContext.defaultParallelism)
+        if now >= deadline:
+            if seen > 0:
+                return int(session.sparkContext.defaultParallelism)
+            raise RuntimeError(
+                f"no Spark executor registered with {master} in {wait_s:g} s: are workers "
+                "running there, with the cores and memory this application asks for?"
+            )
+        time.sleep(0.1)
 
 
 NO_CODEGEN = {
@@ -87,11 +141,20 @@ def get_session(
     master: str | None = None,
     verbose: bool | None = None,
     conf: dict[str, str] | None = None,
+    parallelism: int | None = None,
 ) -> Any:
     """Return the process's SparkSession, creating it on first call.
 
     ``master`` defaults to ``$FLOWSPARK_MASTER`` or ``local[*]``. Later calls
     return the same session whatever they ask for.
+
+    ``parallelism`` (default ``$FLOWSPARK_PARALLELISM``) is how many partitions a
+    micro-batch's keyed and shuffled work is cut into (Spark's shuffle partitions
+    and default parallelism). Unset, it follows the master: the ``N`` of
+    ``local[N]`` (``local[*]``: this machine's cores), or on a cluster the cores of
+    its executors once they have registered (waiting up to
+    ``$FLOWSPARK_EXECUTOR_WAIT`` seconds, default 60). A recovery directory keeps
+    the number its run started with.
     """
     global _SESSION, _PARALLELISM
     with _LOCK:
@@ -107,14 +170,13 @@ def get_session(
 
         check_pyspark()
 
-        cores = _cores(master)
+        wanted = wanted_parallelism(parallelism)
+        cores = wanted or _cores(master)
         log_config = f"-Dlog4j2.configurationFile=file:{_log_config(verbose)}"
         java_opts = " ".join((log_config, *JVM_FLAGS))
         settings = {
             "spark.ui.enabled": os.environ.get("FLOWSPARK_UI", "false"),
             "spark.ui.showConsoleProgress": "false",
-            "spark.sql.shuffle.partitions": str(cores),
-            "spark.default.parallelism": str(cores),
             "spark.driver.extraJavaOptions": java_opts,
             "spark.executor.extraJavaOptions": java_opts,
             "spark.driver.maxResultSize": "4g",
@@ -127,6 +189,9 @@ def get_session(
             "spark.sql.session.timeZone": "UTC",
             **NO_CODEGEN,
         }
+        if cores is not None:
+            settings["spark.sql.shuffle.partitions"] = str(cores)
+            settings["spark.default.parallelism"] = str(cores)
         if master.startswith("local"):
             settings["spark.driver.memory"] = os.environ.get("FLOWSPARK_DRIVER_MEMORY", "4g")
             # Checkpoint logs and state-store changelogs on the local disk: write them
@@ -152,7 +217,15 @@ def get_session(
 
         session.dataSource.register(FlowsparkSource)
         _write_no_checksums(session)
-        _PARALLELISM = session.sparkContext.defaultParallelism or cores
+        if cores is None:
+            wait_s = float(os.environ.get("FLOWSPARK_EXECUTOR_WAIT", "60"))
+            try:
+                cores = _cluster_parallelism(session, master, wait_s)
+            except BaseException:
+                session.stop()
+                raise
+            session.conf.set("spark.sql.shuffle.partitions", str(cores))
+        _PARALLELISM = cores
         if master.startswith("local"):
             _warm_up(session, _PARALLELISM)
         _SESSION = session

@@ -1,0 +1,248 @@
+"""A standalone cluster whose workers see nothing of the driver's disk but one shared
+directory, as separate machines would: each worker runs in a mount namespace of
+its own where ``/tmp`` (the driver's scratch, the tests' project folders) and the
+repository's ``examples/`` are empty, and only the shared directory is bound back.
+
+On it, with the recovery directory on the shared directory: the quickstart and the
+Numaflow example (accumulator + reduce stream) give the local run's output, and a
+keyed event-time window flow whose steps reach a helper module through a global
+gives exactly the expected sums although one worker's whole process tree is
+SIGKILLed mid-run and a replacement is started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from flowspark.engine.cluster import ClusterInfo, start_cluster, start_worker, stop_cluster
+from tests.http_clients import free_port
+from tests.recovery.cli_runs import PACED_INPUT, output_lines
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _private_mounts_work() -> bool:
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(["unshare", "--mount", "true"], capture_output=True)
+    return probe.returncode == 0
+
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not _private_mounts_work(),
+        reason="needs root and `unshare --mount` to give each worker a filesystem view of its own",
+    ),
+]
+
+
+class PrivateCluster:
+    """A master and workers that each see only ``shared`` of the driver's files."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.shared = tmp_path / "shared"
+        self.shared.mkdir()
+        self.info: ClusterInfo = start_cluster(
+            workers=0, directory=tmp_path / "cluster", port=free_port(), ui_port=free_port()
+        )
+        self.wrapper = (
+            "unshare", "--mount", "--propagation", "private",
+            sys.executable, str(ROOT / "tests" / "private_mounts.py"),
+            "--hide", "/tmp", "--hide", str(ROOT / "examples"), "--share", str(self.shared), "--",
+        )  # fmt: skip
+        self.workers: list[subprocess.Popen] = []
+
+    def add_worker(self) -> subprocess.Popen:
+        """One more worker, at an address of its own (127.0.0.2, .3, …): Spark reads
+        shuffle files of executors on the same host straight from their disk."""
+        index = len(self.workers)
+        worker = start_worker(
+            self.info, index, cores=1, host=f"127.0.0.{index + 2}", wrapper=self.wrapper
+        )
+        self.workers.append(worker)
+        return worker
+
+    def alive_workers(self) -> int:
+        with urllib.request.urlopen(f"{self.info.ui_url}/json/", timeout=2) as reply:
+            workers = json.loads(reply.read())["workers"]
+        return sum(w["state"] == "ALIVE" for w in workers)
+
+    def wait_for_workers(self, count: int, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while self.alive_workers() < count:
+            assert time.monotonic() < deadline, f"{count} workers did not register"
+            time.sleep(0.2)
+
+    def kill_worker(self, worker: subprocess.Popen) -> None:
+        """SIGKILL the worker's whole process tree: its JVM, executor, Python workers."""
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait()
+
+    def stop(self) -> None:
+        for worker in self.workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait()
+        stop_cluster(Path(self.info.directory))
+
+
+@pytest.fixture
+def cluster(tmp_path: Path):
+    cluster = PrivateCluster(tmp_path)
+    try:
+        cluster.add_worker()
+        cluster.add_worker()
+        cluster.wait_for_workers(2)
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def _run(flow: str, master: str | None, *args: str, cwd: Path) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "flowspark.run", flow, *args]
+    if master:
+        cmd += ["--master", master]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.Popen(
+        cmd, cwd=cwd, env={**env, "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+
+
+def test_the_quickstart_on_workers_that_share_only_one_directory(cluster: PrivateCluster):
+    # The project (flow file and its data) lives on the shared directory, as it would
+    # on a shared filesystem; the recovery directory too.
+    project = cluster.shared / "quickstart"
+    (project / "data").mkdir(parents=True)
+    shutil.copy(ROOT / "examples" / "quickstart.py", project)
+    shutil.copy(ROOT / "examples" / "data" / "poem.txt", project / "data")
+    recovery = cluster.shared / "recovery"
+    on_cluster = _run("quickstart.py", cluster.info.master_url, "-r", str(recovery),
+                      "--shared-recovery", cwd=project)  # fmt: skip
+    out, err = on_cluster.communicate(timeout=300)
+    assert on_cluster.returncode == 0, err[-3000:]
+    local = _run("quickstart.py", None, cwd=project)
+    local_out, local_err = local.communicate(timeout=300)
+    assert local.returncode == 0, local_err[-3000:]
+    assert out.strip() and sorted(out.splitlines()) == sorted(local_out.splitlines())
+
+
+def test_the_numaflow_example_on_workers_that_share_only_one_directory(
+    cluster: PrivateCluster,
+):
+    """examples/numaflow_join_sort.py (accumulator + reduce stream, pynumaflow code):
+    the flow's module is in examples/, which the workers do not see; it ships."""
+    recovery = cluster.shared / "recovery"
+    flow = "examples/numaflow_join_sort.py"
+    on_cluster = _run(flow, cluster.info.master_url, "--bounded", "-r", str(recovery),
+                      "--shared-recovery", cwd=ROOT)  # fmt: skip
+    out, err = on_cluster.communicate(timeout=400)
+    assert on_cluster.returncode == 0, err[-3000:]
+    local = _run(flow, None, "--bounded", cwd=ROOT)
+    local_out, local_err = local.communicate(timeout=300)
+    assert local.returncode == 0, local_err[-3000:]
+    assert out.strip() and sorted(out.splitlines()) == sorted(local_out.splitlines())
+
+
+HELPERS = """
+from datetime import datetime, timedelta, timezone
+
+BASE = datetime(2024, 1, 1, tzinfo=timezone.utc)
+
+
+def event_time(i):
+    return BASE + timedelta(seconds=i)
+
+
+def weight(i):
+    return i * i
+"""
+
+PARTS = {"a": (400, 0.02), "b": (150, 0.06)}
+
+WINDOW_FLOW = """
+from datetime import timedelta
+
+import helpers  # the user's module beside the flow: workers get it shipped
+from flowspark.connectors.files import FileOutput
+from flowspark.dataflow import Dataflow
+from flowspark.window import EventClockConfig, TumblingWindow
+
+flow = Dataflow()
+flow.input("live", PacedInput())
+# Windows wait an hour of system time: they close when the input ends, never early
+# (a worker lost stalls the run for seconds, which a shorter wait would turn into
+# late items, as on bytewax).
+clock = EventClockConfig(
+    lambda i: helpers.event_time(i), wait_for_system_duration=timedelta(hours=1)
+)
+window = TumblingWindow(length=timedelta(seconds=10), align_to=helpers.BASE)
+flow.fold_window("sum", clock, window, lambda: 0, lambda acc, i: acc + helpers.weight(i))
+flow.map(lambda kv: f"{{kv[0]}} {{kv[1]}}")
+flow.output("out", FileOutput({out!r}))
+"""
+
+
+def _count(directory: Path) -> int:
+    """Files (not ``.crc``) in a checkpoint log directory: its micro-batches."""
+    if not directory.exists():
+        return 0
+    return sum(not p.name.startswith(".") for p in directory.iterdir())
+
+
+def _expected_sums() -> list[str]:
+    lines = []
+    for part, (n, _) in PARTS.items():
+        sums: dict[int, int] = {}
+        for i in range(1, n + 1):
+            sums[i // 10] = sums.get(i // 10, 0) + i * i
+        lines += [f"{part} {total}" for total in sums.values()]
+    return lines
+
+
+def test_a_worker_killed_mid_run_loses_nothing_and_duplicates_nothing(
+    cluster: PrivateCluster, tmp_path: Path
+):
+    project = tmp_path / "project"  # on the driver only: hidden from the workers
+    project.mkdir()
+    (project / "helpers.py").write_text(HELPERS)
+    out = cluster.shared / "sums.txt"
+    (project / "flow.py").write_text(
+        f"PARTS = {PARTS!r}\n" + PACED_INPUT + WINDOW_FLOW.format(out=str(out))
+    )
+    recovery = cluster.shared / "recovery"
+    args = ("-r", str(recovery), "--shared-recovery")
+    run = _run("flow.py:flow", cluster.info.master_url, *args, cwd=project)
+    commits = recovery / "commits"
+    deadline = time.monotonic() + 240
+    while _count(commits) < 5 and run.poll() is None:  # a few micro-batches in
+        assert time.monotonic() < deadline, "the flow made no progress"
+        time.sleep(0.05)
+    assert run.poll() is None, run.communicate()[1][-3000:]
+    assert output_lines(out) == []  # the kill lands mid-run: every window still open
+    cluster.kill_worker(cluster.workers[0])
+    cluster.add_worker()  # a replacement, as a cluster manager would start
+    _, err = run.communicate(timeout=400)
+    restarts = 0
+    while run.returncode != 0 and restarts < 2:  # the query gave up: run it again
+        restarts += 1
+        run = _run("flow.py:flow", cluster.info.master_url, *args, cwd=project)
+        _, err = run.communicate(timeout=400)
+    assert run.returncode == 0, err[-3000:]
+    lines = output_lines(out)
+    duplicates = [line for line, n in Counter(lines).items() if n > 1]
+    assert not duplicates, f"{len(duplicates)} lines written twice, e.g. {duplicates[:3]}"
+    assert sorted(lines) == sorted(_expected_sums())
