@@ -1,7 +1,8 @@
 """A standalone cluster whose workers see nothing of the driver's disk but one shared
 directory, as separate machines would: each worker runs in a mount namespace of
-its own where ``/tmp`` (the driver's scratch, the tests' project folders) and the
-repository's ``examples/`` are empty, and only the shared directory is bound back.
+its own where the temp directory (the driver's scratch, the tests' project folders;
+only this test's folder when the checkout itself lives there) and the repository's
+``examples/`` are empty, and only the shared directory is bound back.
 
 On it, with the recovery directory on the shared directory: the quickstart and the
 Numaflow example (accumulator + reduce stream) give the local run's output, and a
@@ -19,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections import Counter
@@ -49,6 +51,19 @@ pytestmark = [
 ]
 
 
+def _driver_only_trees(tmp_path: Path) -> list[str]:
+    """What the workers must not see of the driver's disk: the whole temp directory
+    (the driver's scratch, every test's files), unless the workers' own software
+    (this checkout, its virtualenv, Java) lives there; then this test's folder."""
+    from flowspark.engine.java import find_java_home
+
+    temp = Path(tempfile.gettempdir()).resolve()
+    software = [ROOT, Path(sys.prefix), Path(find_java_home())]
+    if any(path.resolve().is_relative_to(temp) for path in software):
+        return [str(tmp_path)]
+    return [str(temp)]
+
+
 class PrivateCluster:
     """A master and workers that each see only ``shared`` of the driver's files."""
 
@@ -58,10 +73,12 @@ class PrivateCluster:
         self.info: ClusterInfo = start_cluster(
             workers=0, directory=tmp_path / "cluster", port=free_port(), ui_port=free_port()
         )
+        hidden = [str(ROOT / "examples"), *_driver_only_trees(tmp_path)]
         self.wrapper = (
             "unshare", "--mount", "--propagation", "private",
             sys.executable, str(ROOT / "tests" / "private_mounts.py"),
-            "--hide", "/tmp", "--hide", str(ROOT / "examples"), "--share", str(self.shared), "--",
+            *(arg for tree in hidden for arg in ("--hide", tree)),
+            "--share", str(self.shared), "--",
         )  # fmt: skip
         self.workers: list[subprocess.Popen] = []
 
