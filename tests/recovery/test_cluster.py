@@ -163,3 +163,28 @@ def test_the_users_own_modules_reach_the_executors_and_a_missing_package_is_name
         "install it on every worker (flowspark ships only your own modules, not installed "
         "packages)"
     )
+
+
+@pytest.mark.slow
+def test_a_cluster_without_workers_fails_in_one_line_instead_of_waiting_forever(
+    tmp_path: Path,
+):
+    state = tmp_path / "cluster"
+    port, ui_port = free_port(), free_port()
+    started = _cli("-m", "flowspark.cluster", "start", "--workers", "0", "--dir", str(state),
+                   "--port", str(port), "--ui-port", str(ui_port))  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    master = started.stdout.strip()
+    try:
+        run = subprocess.run(
+            [sys.executable, "-m", "flowspark.run", "examples/quickstart.py", "--master", master],
+            capture_output=True, text=True, timeout=180, cwd=ROOT,
+            env={**os.environ, "FLOWSPARK_EXECUTOR_WAIT": "3"},
+        )  # fmt: skip
+    finally:
+        _cli("-m", "flowspark.cluster", "stop", "--dir", str(state))
+    assert run.returncode == 1
+    assert run.stderr.strip().splitlines() == [
+        f"flowspark: no Spark executor registered with {master} in 3 s: are workers running "
+        "there, with the cores and memory this application asks for?"
+    ]

@@ -21,6 +21,8 @@ from typing import Any
 __all__ = [
     "PYSPARK_SERIES",
     "check_pyspark",
+    "executor_count",
+    "local_files_without_checksums",
     "processor_init_on_driver",
     "py4j_callback_connections",
 ]
@@ -68,3 +70,17 @@ def py4j_callback_connections(spark_session: Any) -> set[Any]:
     gateway = getattr(getattr(spark_session, "sparkContext", None), "_gateway", None)
     server = getattr(gateway, "_callback_server", None)
     return set(getattr(server, "connections", ()))
+
+
+def executor_count(spark_session: Any) -> int:
+    """How many executors have registered with the session's cluster manager (the
+    driver not counted), from the JVM's status tracker."""
+    tracker = spark_session.sparkContext._jsc.sc().statusTracker()
+    return len(tracker.getExecutorInfos()) - 1
+
+
+def local_files_without_checksums(spark_session: Any) -> None:
+    """Make the driver JVM's cached local Hadoop file system write no ``.crc`` files."""
+    context = spark_session.sparkContext
+    hadoop_conf = context._jsc.hadoopConfiguration()
+    context._jvm.org.apache.hadoop.fs.FileSystem.getLocal(hadoop_conf).setWriteChecksum(False)

@@ -86,11 +86,13 @@ def _cluster_parallelism(session: Any, master: str, wait_s: float) -> int:
     """The cores of the cluster's executors: waits until at least one has registered
     and their number has held for a second (workers register one after another),
     at most ``wait_s`` seconds; none by then fails with one line."""
-    tracker = session.sparkContext._jsc.sc().statusTracker()
+    from flowspark.engine.compat import executor_count
+    from flowspark.engine.errors import FlowRunError
+
     deadline = time.monotonic() + wait_s
     seen, steady_since = 0, time.monotonic()
     while True:
-        executors = len(tracker.getExecutorInfos()) - 1  # the driver is listed too
+        executors = executor_count(session)
         now = time.monotonic()
         if executors != seen:
             seen, steady_since = executors, now
@@ -99,7 +101,7 @@ def _cluster_parallelism(session: Any, master: str, wait_s: float) -> int:
         if now >= deadline:
             if seen > 0:
                 return int(session.sparkContext.defaultParallelism)
-            raise RuntimeError(
+            raise FlowRunError(
                 f"no Spark executor registered with {master} in {wait_s:g} s: are workers "
                 "running there, with the cores and memory this application asks for?"
             )
@@ -240,9 +242,9 @@ def _write_no_checksums(session: Any) -> None:
     Files that have one are still verified when read; a rename over such a file
     removes its stale ``.crc``.
     """
-    context = session.sparkContext
-    hadoop_conf = context._jsc.hadoopConfiguration()
-    context._jvm.org.apache.hadoop.fs.FileSystem.getLocal(hadoop_conf).setWriteChecksum(False)
+    from flowspark.engine.compat import local_files_without_checksums
+
+    local_files_without_checksums(session)
 
 
 def _identity(batches: Iterator[Any]) -> Iterator[Any]:
