@@ -85,8 +85,13 @@ def _run(flow: Any, stream: bool | None = None, max_batch_items: int | None = No
     if max_batch_items is None and os.environ.get(BATCH_ITEMS_ENV):
         max_batch_items = int(os.environ[BATCH_ITEMS_ENV])  # run.py --batch-items
     if stream:
+        # run.py --master: a cluster on this machine, whose workers share its disk.
+        on_cluster = not (os.environ.get("FLOWSPARK_BENCH_MASTER") or "local").startswith("local")
         config = RunConfig(
-            batch_job=False, recovery_dir=_fresh_recovery_dir(), max_batch_items=max_batch_items
+            batch_job=False,
+            recovery_dir=_fresh_recovery_dir(),
+            max_batch_items=max_batch_items,
+            recovery_shared=on_cluster,
         )
     else:
         config = RunConfig(max_batch_items=max_batch_items)

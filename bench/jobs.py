@@ -611,6 +611,8 @@ class LatencyRecorder:
         self.first: Counter[int] = Counter()
         self.last: Counter[int] = Counter()
         self.from_read: Counter[int] = Counter()
+        self.by_slice: dict[int, Counter[int]] = {}  # per 10 s of due time, after warm-up
+        self.slice_events = edge
         self.max_s = 0.0
 
     def record(self, items: Iterable[LatencyOut], now: float) -> None:
@@ -634,6 +636,7 @@ class LatencyRecorder:
                 self.first[b] += 1
             if i >= self.last_start:
                 self.last[b] += 1
+            self.by_slice.setdefault((i - self.warm) // self.slice_events, Counter())[b] += 1
             self.from_read[round((now - emitted) / bucket)] += 1
             if lat > self.max_s:
                 self.max_s = lat
@@ -664,6 +667,9 @@ class LatencyRecorder:
             "p99_ms": p99,
             "p99_first10_ms": first99,
             "p99_last10_ms": last99,
+            "p99_by10s_ms": [
+                _quantiles_ms(self.by_slice[k], (0.99,))[0] for k in sorted(self.by_slice)
+            ],
             "max_ms": round(self.max_s * 1000, 2),
             "read_p50_ms": read50,
             "read_p99_ms": read99,

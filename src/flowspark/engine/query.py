@@ -252,11 +252,12 @@ def run_flow(flow: Dataflow, config: RunConfig | None = None) -> RunReport:
     with a warning (they are counted, never dropped unseen).
     """
     from flowspark.engine.progress import watch_run
-    from flowspark.engine.session import get_session, session_parallelism
+    from flowspark.engine.session import get_session, session_master, session_parallelism
 
     config = config or RunConfig()
     if config.recovery_dir:  # a directory it cannot use fails before Spark starts
-        check_recovery_storage(config.recovery_dir, config.master, config.recovery_shared)
+        master = session_master() or config.master
+        check_recovery_storage(config.recovery_dir, master, config.recovery_shared)
     plan = build_plan(flow)
     _check_connectors(plan)
     _register_user_modules(plan)

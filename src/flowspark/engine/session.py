@@ -38,7 +38,13 @@ from collections.abc import Iterator
 from importlib import resources
 from typing import Any
 
-__all__ = ["get_session", "stop_session", "session_parallelism", "wanted_parallelism"]
+__all__ = [
+    "get_session",
+    "session_master",
+    "session_parallelism",
+    "stop_session",
+    "wanted_parallelism",
+]
 
 _LOCK = threading.Lock()
 _SESSION: Any = None
@@ -194,8 +200,16 @@ def get_session(
         if cores is not None:
             settings["spark.sql.shuffle.partitions"] = str(cores)
             settings["spark.default.parallelism"] = str(cores)
+        # The driver's JVM (also on a cluster: flowspark's driver runs here, client
+        # mode) holds a micro-batch's in-memory input parts and what the sinks collect.
+        settings["spark.driver.memory"] = os.environ.get("FLOWSPARK_DRIVER_MEMORY", "4g")
+        # A task carries its input part's items when they were read on the driver
+        # (in-memory and bytewax-style inputs): 10 M short lines are ~160 MB, more
+        # than Spark's 128 MB default for one message to an executor.
+        settings["spark.rpc.message.maxSize"] = "1024"
+        if "FLOWSPARK_EXECUTOR_MEMORY" in os.environ:
+            settings["spark.executor.memory"] = os.environ["FLOWSPARK_EXECUTOR_MEMORY"]
         if master.startswith("local"):
-            settings["spark.driver.memory"] = os.environ.get("FLOWSPARK_DRIVER_MEMORY", "4g")
             # Checkpoint logs and state-store changelogs on the local disk: write them
             # through Hadoop's FileSystem (an atomic POSIX rename) instead of its
             # FileContext. Measured here per micro-batch: offset + commit log
@@ -257,6 +271,13 @@ def _warm_up(session: Any, tasks: int) -> None:
     first ``mapInArrow`` + ``toArrow`` of a session 0.68 s, the next ones 0.07 s; an
     HTTP pipeline's first micro-batch with data 1.3 s against 0.15 s for later ones."""
     session.range(0, tasks, 1, tasks).mapInArrow(_identity, "id long").toArrow()
+
+
+def session_master() -> str | None:
+    """The master of the process's running session (``None`` before one starts): a
+    run joins it whatever master it asks for."""
+    with _LOCK:
+        return None if _SESSION is None else str(_SESSION.sparkContext.master)
 
 
 def session_parallelism() -> int:
