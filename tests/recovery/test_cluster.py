@@ -31,6 +31,16 @@ def _cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
     )
 
 
+def _start(state: Path, *args: str) -> str:
+    """``python -m flowspark.cluster start ARGS`` on free ports; the master's URL."""
+    port, ui_port = free_port(), free_port()
+    started = _cli("-m", "flowspark.cluster", "start", *args, "--dir", str(state),
+                   "--port", str(port), "--ui-port", str(ui_port))  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    assert started.stdout.strip() == f"spark://127.0.0.1:{port}"
+    return started.stdout.strip()
+
+
 PARALLELISM = """
 from flowspark.engine.session import get_session, session_parallelism
 
@@ -52,12 +62,7 @@ def _parallelism(master: str, **env: str) -> str:
 @pytest.mark.slow
 def test_a_cluster_in_one_command_runs_the_quickstart_with_the_same_output(tmp_path: Path):
     state = tmp_path / "cluster"
-    port, ui_port = free_port(), free_port()
-    started = _cli("-m", "flowspark.cluster", "start", "--workers", "2", "--dir", str(state),
-                   "--port", str(port), "--ui-port", str(ui_port))  # fmt: skip
-    assert started.returncode == 0, started.stderr
-    master = started.stdout.strip()
-    assert master == f"spark://127.0.0.1:{port}"
+    master = _start(state, "--workers", "2")
     info = json.loads((state / "cluster.json").read_text())
     pids = [info["master_pid"], *info["worker_pids"]]
     try:
@@ -131,11 +136,7 @@ def test_the_users_own_modules_reach_the_executors_and_a_missing_package_is_name
     (project / "helpers.py").write_text(HELPERS)
     (site / "fakepkg_only_here.py").write_text("VALUE = 100\n")
     state = tmp_path / "cluster"
-    port, ui_port = free_port(), free_port()
-    started = _cli("-m", "flowspark.cluster", "start", "--workers", "1", "--cores", "2",
-                   "--dir", str(state), "--port", str(port), "--ui-port", str(ui_port))  # fmt: skip
-    assert started.returncode == 0, started.stderr
-    master = started.stdout.strip()
+    master = _start(state, "--workers", "1", "--cores", "2")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     try:
         results = []
@@ -170,11 +171,7 @@ def test_a_cluster_without_workers_fails_in_one_line_instead_of_waiting_forever(
     tmp_path: Path,
 ):
     state = tmp_path / "cluster"
-    port, ui_port = free_port(), free_port()
-    started = _cli("-m", "flowspark.cluster", "start", "--workers", "0", "--dir", str(state),
-                   "--port", str(port), "--ui-port", str(ui_port))  # fmt: skip
-    assert started.returncode == 0, started.stderr
-    master = started.stdout.strip()
+    master = _start(state, "--workers", "0")
     try:
         run = subprocess.run(
             [sys.executable, "-m", "flowspark.run", "examples/quickstart.py", "--master", master],

@@ -55,6 +55,8 @@ def test_a_local_recovery_path_on_a_cluster_fails_before_spark_starts(
 ):
     """No executor would see the driver's folder: refused in one line (exit 2), with
     no Spark started and nothing created, unless declared shared."""
+    # As in a fresh process: no session running yet (a run joins a running one).
+    monkeypatch.setattr("flowspark.engine.session.session_master", lambda: None)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "flow.py").write_text(FLOW)
     args = ["flow.py:flow", "-r", "rec", "--master", "spark://127.0.0.1:9"]
