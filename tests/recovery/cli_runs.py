@@ -5,8 +5,11 @@ live bytewax-style input whose parts pace themselves with ``next_awake()``."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
+from collections import Counter
 from pathlib import Path
 
 # Flow-file code: ``PacedInput()`` reads the parts of a module-level
@@ -66,3 +69,29 @@ def start_cli(flow_file: Path, recovery: Path, *args: str) -> subprocess.Popen:
 def output_lines(path: Path) -> list[str]:
     """The lines a file output holds now (none before it exists)."""
     return path.read_text().splitlines() if path.exists() else []
+
+
+def kill_mid_run_then_restart(
+    flow_file: Path, recovery: Path, out: Path, kill_after_lines: int, total: int, *args: str
+) -> list[str]:
+    """Run the flow, SIGKILL its whole process group once ``out`` holds
+    ``kill_after_lines`` lines (asserting it had not finished: fewer than ``total``),
+    run it again to its end (exit 0) and return what ``out`` holds then, after
+    asserting that no line was written twice."""
+    proc = start_cli(flow_file, recovery, *args)
+    deadline = time.monotonic() + 240
+    while len(output_lines(out)) < kill_after_lines and proc.poll() is None:
+        assert time.monotonic() < deadline, "the flow made no progress"
+        time.sleep(0.01)
+    killed_mid_run = proc.poll() is None
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert killed_mid_run and len(output_lines(out)) < total, "kill landed after the end"
+
+    proc = start_cli(flow_file, recovery, *args)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err.decode()[-3000:]
+    lines = output_lines(out)
+    duplicates = [line for line, n in Counter(lines).items() if n > 1]
+    assert not duplicates, f"{len(duplicates)} lines written twice, e.g. {duplicates[:3]}"
+    return lines

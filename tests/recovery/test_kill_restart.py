@@ -6,15 +6,11 @@ Python workers) so the kill takes all of it, as a crash would.
 
 from __future__ import annotations
 
-import os
-import signal
-import time
-from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from tests.recovery.cli_runs import output_lines, start_cli
+from tests.recovery.cli_runs import kill_mid_run_then_restart
 
 FLOW = """
 from flowspark.connectors.files import DirInput, FileOutput
@@ -48,22 +44,8 @@ def test_sigkill_then_restart_yields_every_line_once(tmp_path: Path, kill_after_
     flow_file.write_text(FLOW.format(data=str(tmp_path / "data"), out=str(out)))
     recovery = tmp_path / "recovery"
 
-    proc = start_cli(flow_file, recovery, "--bounded", "-s", "0")
-    deadline = time.monotonic() + 240
-    while len(output_lines(out)) < kill_after_lines and proc.poll() is None:
-        assert time.monotonic() < deadline, "the flow made no progress"
-        time.sleep(0.02)
-    killed_mid_run = proc.poll() is None
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    written_before = len(output_lines(out))
-    assert killed_mid_run and written_before < len(expected), "kill landed after the end"
-
-    proc = start_cli(flow_file, recovery, "--bounded", "-s", "0")
-    _, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, err.decode()[-3000:]
-    lines = output_lines(out)
-    duplicates = [line for line, n in Counter(lines).items() if n > 1]
-    assert not duplicates, f"{len(duplicates)} lines written twice, e.g. {duplicates[:3]}"
+    lines = kill_mid_run_then_restart(
+        flow_file, recovery, out, kill_after_lines, len(expected), "--bounded", "-s", "0"
+    )
     assert set(lines) == expected
     assert len(lines) == len(expected)

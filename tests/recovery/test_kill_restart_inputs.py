@@ -4,15 +4,11 @@ step; restart it: every item of every input exactly once, in order per source.""
 
 from __future__ import annotations
 
-import os
-import signal
-import time
-from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from tests.recovery.cli_runs import PACED_INPUT, output_lines, start_cli
+from tests.recovery.cli_runs import PACED_INPUT, kill_mid_run_then_restart
 
 PARTS = {"a": (200, 0.02), "b": (40, 0.2), "c": (0, 0.001)}
 
@@ -60,22 +56,9 @@ def test_sigkill_with_inputs_of_different_lengths_then_restart_gives_each_item_o
     recovery = tmp_path / "recovery"
     expected = _expected()
 
-    proc = start_cli(flow_file, recovery, "--max-batch-items", "100")
-    deadline = time.monotonic() + 240
-    while len(output_lines(out)) < kill_after_lines and proc.poll() is None:
-        assert time.monotonic() < deadline, "the flow made no progress"
-        time.sleep(0.01)
-    killed_mid_run = proc.poll() is None
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert killed_mid_run and len(output_lines(out)) < len(expected), "kill landed after the end"
-
-    proc = start_cli(flow_file, recovery, "--max-batch-items", "100")
-    _, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, err.decode()[-3000:]
-    lines = output_lines(out)
-    duplicates = [line for line, n in Counter(lines).items() if n > 1]
-    assert not duplicates, f"{len(duplicates)} lines written twice, e.g. {duplicates[:3]}"
+    lines = kill_mid_run_then_restart(
+        flow_file, recovery, out, kill_after_lines, len(expected), "--max-batch-items", "100"
+    )
     assert sorted(lines) == sorted(expected)
     for key in SOURCES:  # each source's items in its order
         assert [x for x in lines if x.split()[0] == key] == [

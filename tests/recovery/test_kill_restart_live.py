@@ -7,15 +7,11 @@ no ``--bounded``: it ends by itself when every part has raised StopIteration.
 
 from __future__ import annotations
 
-import os
-import signal
-import time
-from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from tests.recovery.cli_runs import PACED_INPUT, output_lines, start_cli
+from tests.recovery.cli_runs import PACED_INPUT, kill_mid_run_then_restart
 
 PARTS = {"a": (300, 0.03), "b": (60, 0.25), "c": (0, 0.001)}
 
@@ -57,22 +53,7 @@ def test_sigkill_a_live_paced_input_then_restart_yields_every_item_once(
     recovery = tmp_path / "recovery"
     expected = _expected(keyed)
 
-    proc = start_cli(flow_file, recovery)
-    deadline = time.monotonic() + 240
-    while len(output_lines(out)) < kill_after_lines and proc.poll() is None:
-        assert time.monotonic() < deadline, "the flow made no progress"
-        time.sleep(0.01)
-    killed_mid_run = proc.poll() is None
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert killed_mid_run and len(output_lines(out)) < len(expected), "kill landed after the end"
-
-    proc = start_cli(flow_file, recovery)
-    _, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, err.decode()[-3000:]
-    lines = output_lines(out)
-    duplicates = [line for line, n in Counter(lines).items() if n > 1]
-    assert not duplicates, f"{len(duplicates)} lines written twice, e.g. {duplicates[:3]}"
+    lines = kill_mid_run_then_restart(flow_file, recovery, out, kill_after_lines, len(expected))
     assert sorted(lines) == sorted(expected)
     for part in ("a", "b"):  # each part's items in order
         assert [x for x in lines if x[0] == part] == [x for x in expected if x[0] == part]
