@@ -225,10 +225,10 @@ def _load_pipeline(args: argparse.Namespace) -> Any:
         raise SystemExit(f"flowspark.run: no such file: {args.import_str}")
     state_dir = None
     if args.recovery_directory:
-        from flowspark.engine.query import recovery_path
+        from flowspark.engine.query import recovery_location
 
         try:
-            state_dir = recovery_path(args.recovery_directory) / "numaflow-http"
+            state_dir = recovery_location(args.recovery_directory).child("numaflow-http").uri
         except ValueError as exc:
             raise SystemExit(f"flowspark.run: {exc}") from None
     try:

@@ -1,5 +1,6 @@
-"""A recovery directory is a local path or a ``file://`` URI; any other filesystem's
-URI fails before Spark starts (it used to become a local folder named ``hdfs:``)."""
+"""A recovery directory is a local path or a filesystem URI; one that is unknown or
+cannot be reached fails before Spark starts (``hdfs://`` used to become a local
+folder named ``hdfs:``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from flowspark.cli import main
-from flowspark.engine.query import check_recovery_storage, recovery_path
+from flowspark.engine.query import check_recovery_storage, recovery_location, recovery_path
 
 FLOW = (
     "from flowspark.dataflow import Dataflow\n"
@@ -26,26 +27,52 @@ def test_paths_and_file_uris_are_local_directories(tmp_path, monkeypatch):
     assert recovery_path("file://localhost/var/rec") == Path("/var/rec")
 
 
-@pytest.mark.parametrize("uri", ["hdfs://namenode:8020/ckpt", "s3a://bucket/ckpt"])
-def test_other_filesystems_fail_before_spark_starts_and_create_nothing(
-    uri, tmp_path, monkeypatch, capsys
+@pytest.mark.parametrize(
+    ("uri", "reason"),
+    [
+        ("ftp://host/ckpt", "ftp://host/ckpt: no filesystem for ftp:// (flowspark reads"),
+        ("hdfs://namenode:8020/ckpt", "hdfs://namenode:8020: pyarrow cannot open this"),
+        ("s3a://bucket/ckpt", "s3a://bucket/ckpt: cannot reach it: "),
+    ],
+)
+def test_unknown_or_unreachable_filesystems_fail_before_spark_starts(
+    uri, reason, tmp_path, monkeypatch, capsys
 ):
+    """An unknown scheme, a filesystem pyarrow cannot open here (HDFS without its
+    client) and an S3 endpoint that refuses connections: one line, exit 2, nothing
+    created (it used to become a local folder named ``hdfs:``)."""
+    monkeypatch.setattr("flowspark.engine.session.session_master", lambda: None)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # nothing listens
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "flowspark")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "flowspark")
     monkeypatch.chdir(tmp_path)
-    flow_file = tmp_path / "flow.py"
-    flow_file.write_text(FLOW)
-    assert main([f"{flow_file}:flow", "-r", uri]) == 2
-    scheme = uri.split(":")[0]
-    assert capsys.readouterr().err == (
-        f"flowspark: ValueError: recovery directory {uri!r}: flowspark keeps its recovery "
-        f"files on a local (or mounted shared) filesystem; {scheme}:// is not supported yet: "
-        "give a path\n"
-    )
+    (tmp_path / "flow.py").write_text(FLOW)
+    assert main(["flow.py:flow", "-r", uri]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert err.startswith("flowspark: ValueError: recovery directory"), err
+    assert reason in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["flow.py"]
 
 
+def test_a_remote_recovery_directory_needs_no_shared_flag():
+    """A URI is storage every worker reaches: no --shared-recovery needed (only
+    reachability is checked, here a bucket that does not exist yet is fine)."""
+    where = check_recovery_storage("file:///r", "local[2]")
+    assert where.is_local and where.path == "/r"
+    assert recovery_location("s3a://bucket/ckpt").for_spark() == "s3a://bucket/ckpt"
+    assert recovery_location("/tmp/x").for_spark() == "/tmp/x"
+
+
+def test_local_only_files_refuse_a_remote_recovery_directory():
+    with pytest.raises(ValueError, match="HTTP source keeps its files on this machine"):
+        recovery_path("s3a://bucket/ckpt", needed_by="the HTTP source")
+
+
 def test_a_local_path_on_a_cluster_needs_to_be_declared_shared():
-    assert check_recovery_storage("/r", "local[1]") == Path("/r")
-    assert check_recovery_storage("file:///r", "spark://h:7077", shared=True) == Path("/r")
+    assert check_recovery_storage("/r", "local[1]").local_path == Path("/r")
+    where = check_recovery_storage("file:///r", "spark://h:7077", shared=True)
+    assert where.local_path == Path("/r")
     with pytest.raises(ValueError, match="put it on storage that every worker mounts"):
         check_recovery_storage("/r", "spark://h:7077")
 

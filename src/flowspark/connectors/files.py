@@ -1,9 +1,14 @@
-"""Local text files: line inputs with byte offsets, exactly-once line outputs.
+"""Text files: line inputs with byte offsets, exactly-once line outputs.
 
 Inputs are :class:`~flowspark.api.inputs.SeekableInput` s: Spark's checkpoint keeps
 byte offsets, executors read the bytes themselves, and a restart resumes at the
-first unprocessed line. Outputs truncate back to the last committed offset when
-Spark replays a micro-batch, so every line is written exactly once.
+first unprocessed line. An input's path is a local path or a filesystem URI
+(``s3a://bucket/logs/``, ``hdfs://nn/logs``, ``file:///data``): the driver lists and
+sizes the files, the executors open them, both through
+:mod:`flowspark.runtime.storage`, so on a cluster they need no shared disk.
+Outputs truncate back to the last committed offset when Spark replays a
+micro-batch, so every line is written exactly once; they write local (or
+mounted) paths, since an object store cannot truncate a file.
 
 >>> import tempfile, pathlib
 >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -26,6 +31,7 @@ from zlib import adler32
 
 from flowspark.api.inputs import SeekableInput, Split
 from flowspark.api.outputs import PartitionedOutput, StatefulSink
+from flowspark.runtime.storage import Location, StorageError
 
 __all__ = ["FileInput", "DirInput", "CSVInput", "FileOutput", "DirOutput"]
 
@@ -38,7 +44,7 @@ def _next_line_start(path: str, pos: int, end: int) -> int:
     """The offset just after the first newline at or after ``pos`` (at most ``end``)."""
     if pos <= 0:
         return 0
-    with open(path, "rb") as f:
+    with Location.parse(path).open_read() as f:
         f.seek(pos - 1)
         while pos < end:
             block = f.read(65536)
@@ -53,7 +59,7 @@ def _next_line_start(path: str, pos: int, end: int) -> int:
 
 def _offset_after_lines(path: str, start: int, end: int, lines: int) -> int:
     """The offset after ``lines`` lines from ``start`` (at most ``end``)."""
-    with open(path, "rb") as f:
+    with Location.parse(path).open_read() as f:
         f.seek(start)
         pos = start
         for _ in range(lines):
@@ -73,7 +79,7 @@ class _LineSplit(Split):
         self.path, self.start, self.end, self.batch_size = path, start, end, batch_size
 
     def read(self) -> Iterator[list[str]]:
-        with open(self.path, "rb") as f:
+        with Location.parse(self.path).open_read() as f:
             f.seek(self.start)
             remaining = self.end - self.start
             tail = b""
@@ -99,6 +105,14 @@ class _LineSplit(Split):
                 yield [tail.decode("utf-8").removesuffix("\r")]
 
 
+def _as_given(path: str | Path, location: Location) -> Path | str:
+    """A local path as the user gave it (relative ones stay relative, so that part
+    names in existing recovery directories still match); a URI in full."""
+    if not location.is_local:
+        return location.spec
+    return location.local_path if "://" in str(path) else Path(path)
+
+
 class _LineFiles(SeekableInput):
     """Shared logic of line-based file inputs: each file is a part."""
 
@@ -111,7 +125,7 @@ class _LineFiles(SeekableInput):
         raise NotImplementedError
 
     def end_offset(self, part: str) -> int:
-        return os.path.getsize(self._path(part))
+        return Location.parse(self._path(part)).size()
 
     def offset_after(self, part: str, start: int, end: int, batches: int) -> int:
         return _offset_after_lines(self._path(part), start, end, batches * self.batch_size)
@@ -137,11 +151,12 @@ class FileInput(_LineFiles):
 
     def __init__(self, path: str | Path, batch_size: int = 1000) -> None:
         super().__init__(batch_size)
-        self.path = Path(path)
+        self.location = Location.parse(path)
+        self.path = _as_given(path, self.location)
 
     def list_parts(self) -> list[str]:
-        if not self.path.is_file():
-            raise ValueError(f"input file `{self.path}` does not exist or is not a file")
+        if not self.location.is_file():
+            raise ValueError(f"input file `{self.location}` does not exist or is not a file")
         return [str(self.path)]
 
     def _path(self, part: str) -> str:
@@ -153,23 +168,27 @@ class DirInput(_LineFiles):
 
     def __init__(self, dir_path: str | Path, glob_pat: str = "*", batch_size: int = 1000) -> None:
         super().__init__(batch_size)
-        dir_path = Path(dir_path)
-        if not dir_path.exists():
-            raise ValueError(f"input directory `{dir_path}` does not exist")
-        if not dir_path.is_dir():
-            raise ValueError(f"input directory `{dir_path}` is not a directory")
-        self.dir_path = dir_path
+        self.location = Location.parse(dir_path)
+        if self.location.is_local:  # a remote one is checked when listed (before Spark)
+            self._check_dir()
+        self.dir_path = _as_given(dir_path, self.location)
         self.glob_pat = glob_pat
 
+    def _check_dir(self) -> None:
+        if not self.location.exists():
+            raise ValueError(f"input directory `{self.location}` does not exist")
+        if not self.location.is_dir():
+            raise ValueError(f"input directory `{self.location}` is not a directory")
+
     def list_parts(self) -> list[str]:
-        return sorted(
-            str(p.relative_to(self.dir_path))
-            for p in self.dir_path.glob(self.glob_pat)
-            if p.is_file()
-        )
+        if not self.location.is_local:
+            self._check_dir()
+        return self.location.files(self.glob_pat)
 
     def _path(self, part: str) -> str:
-        return str(self.dir_path / part)
+        if isinstance(self.dir_path, Path):
+            return str(self.dir_path / part)
+        return self.location.child(part).spec
 
 
 def _lines_with_end(f: io.BufferedReader, end: int) -> Iterator[str]:
@@ -188,7 +207,7 @@ class _CSVSplit(Split):
         self.batch_size, self.fmtparams = batch_size, fmtparams
 
     def read(self) -> Iterator[list[dict[str, str]]]:
-        with open(self.path, "rb") as f:
+        with Location.parse(self.path).open_read() as f:
             header_end, fieldnames = _csv_header(f, self.fmtparams)
             f.seek(max(self.start, header_end))
             reader = csv.DictReader(_lines_with_end(f, self.end), fieldnames, **self.fmtparams)
@@ -221,7 +240,7 @@ class CSVInput(FileInput):
         self.fmtparams = fmtparams
 
     def _record_ends(self, start: int, end: int, limit_records: int | None, limit_pos: int) -> int:
-        with open(self.path, "rb") as f:
+        with self.location.open_read() as f:
             header_end, _ = _csv_header(f, self.fmtparams)
             pos = max(start, header_end)
             f.seek(pos)
@@ -270,6 +289,21 @@ class _FileSink(StatefulSink):
         self._f.close()
 
 
+def _local_output_path(path: str | Path, kind: str) -> Path:
+    """An output's path on this machine (a plain path or a ``file://`` URI)."""
+    try:
+        where = Location.parse(path)
+    except StorageError as exc:
+        raise ValueError(f"{kind}: {exc}") from None
+    if not where.is_local:
+        raise ValueError(
+            f"{kind}: {where.shown}: file outputs append to a file and truncate it back "
+            "when Spark replays a micro-batch, which an object store or HDFS cannot do: "
+            "give a local path (or one on storage mounted here)"
+        )
+    return where.local_path
+
+
 class FileOutput(PartitionedOutput):
     """Write items line by line to one file, exactly once across restarts.
 
@@ -278,7 +312,7 @@ class FileOutput(PartitionedOutput):
     """
 
     def __init__(self, path: str | Path, end: str = "\n") -> None:
-        self.path = Path(path)
+        self.path = _local_output_path(path, "FileOutput")
         self.end = end
 
     def list_parts(self) -> list[str]:
@@ -316,7 +350,7 @@ class DirOutput(PartitionedOutput):
     ) -> None:
         if not isinstance(file_count, int) or file_count < 1:
             raise ValueError(f"file_count must be a positive int; got {file_count!r}")
-        self.dir_path = Path(dir_path)
+        self.dir_path = _local_output_path(dir_path, "DirOutput")
         self.file_count = file_count
         self.file_namer = file_namer
         self.assign_file = assign_file

@@ -38,6 +38,7 @@ from flowspark.engine.shipping import is_installed, ship_user_modules
 from flowspark.plan.graph import Plan, build_plan
 from flowspark.runtime.codec import ROW_SCHEMA
 from flowspark.runtime.compile import CompiledFlow, CompiledLevel, compile_flow
+from flowspark.runtime.storage import Location, StorageError
 
 __all__ = ["RunConfig", "RunReport", "LateItemsWarning", "run_flow"]
 
@@ -175,71 +176,129 @@ def _stage_function(program_bytes: bytes, entries: frozenset[int], spread: int) 
     return stage
 
 
-def recovery_path(location: str) -> Path:
-    """The local directory of a recovery directory given as a path or ``file://`` URI.
+def recovery_location(location: str) -> Location:
+    """The recovery directory given as a local path or a filesystem URI.
 
-    flowspark writes files of its own there (sink snapshots, tokens, an HTTP
-    source's journal) through the local filesystem, so a URI of another filesystem
-    is refused here, before Spark starts, instead of becoming a local folder named
-    after its scheme.
+    Spark writes the query's checkpoint there through its Hadoop filesystem;
+    flowspark's own files (sink snapshots, run tokens) go through
+    :mod:`flowspark.runtime.storage`, which opens the same URI with pyarrow.
+
+    >>> recovery_location("file:///tmp/rec").path, recovery_location("s3a://b/ckpt").uri
+    ('/tmp/rec', 's3a://b/ckpt')
+    >>> try:
+    ...     recovery_location("ftp://host/ckpt")
+    ... except ValueError as exc:
+    ...     print(str(exc).split(" (")[0])
+    recovery directory 'ftp://host/ckpt': ftp://host/ckpt: no filesystem for ftp://
+    """
+    try:
+        return Location.parse(location)
+    except StorageError as exc:
+        raise ValueError(f"recovery directory {location!r}: {exc}") from None
+
+
+def recovery_path(location: str, needed_by: str = "this part of flowspark") -> Path:
+    """The recovery directory's path on this machine (``needed_by`` keeps files
+    there that need a local filesystem, e.g. the HTTP source's journal).
 
     >>> recovery_path("file:///tmp/rec"), recovery_path("/tmp/rec")
     (PosixPath('/tmp/rec'), PosixPath('/tmp/rec'))
-    >>> try:
-    ...     recovery_path("hdfs://namenode:8020/ckpt")
-    ... except ValueError as exc:
-    ...     print(str(exc).split(";")[1])
-     hdfs:// is not supported yet: give a path
     """
-    scheme, sep, rest = location.partition("://")
-    if not sep:
-        return Path(location).absolute()
-    if scheme.lower() == "file":
-        return Path("/" + rest.split("/", 1)[1] if not rest.startswith("/") else rest)
-    raise ValueError(
-        f"recovery directory {location!r}: flowspark keeps its recovery files on a local "
-        f"(or mounted shared) filesystem; {scheme}:// is not supported yet: give a path"
-    )
+    where = recovery_location(location)
+    if not where.is_local:
+        raise ValueError(
+            f"recovery directory {where.shown!r}: {needed_by} keeps its files on this "
+            "machine's filesystem (appends, fsync, locks): give a local path, or one on "
+            "storage mounted here"
+        )
+    return where.local_path
 
 
-def check_recovery_storage(location: str, master: str | None, shared: bool = False) -> Path:
-    """The recovery directory's local path, if a run on ``master`` can use it.
+def check_recovery_storage(location: str, master: str | None, shared: bool = False) -> Location:
+    """The recovery directory, if a run on ``master`` can use it.
 
     On a cluster each worker keeps a keyed step's state in the recovery directory:
-    a path there names a folder on every worker's own disk unless the path is on
-    storage they all mount, which only the user knows (``shared``).
+    a plain path there names a folder on every worker's own disk unless the path is
+    on storage they all mount, which only the user knows (``shared``). A URI of a
+    filesystem that cannot be reached from here fails with one line.
 
-    >>> check_recovery_storage("/tmp/rec", "local[2]")
-    PosixPath('/tmp/rec')
-    >>> check_recovery_storage("/mnt/nfs/rec", "spark://h:7077", shared=True)
-    PosixPath('/mnt/nfs/rec')
+    >>> check_recovery_storage("/tmp/rec", "local[2]").path
+    '/tmp/rec'
+    >>> check_recovery_storage("/mnt/nfs/rec", "spark://h:7077", shared=True).path
+    '/mnt/nfs/rec'
     >>> try:
     ...     check_recovery_storage("/tmp/rec", "spark://h:7077")
     ... except ValueError as exc:
     ...     print(str(exc).split(":")[0])
     recovery directory '/tmp/rec' is a path on this machine, but the run goes to spark
     """
-    path = recovery_path(location)
+    where = recovery_location(location)
     master = master or os.environ.get("FLOWSPARK_MASTER") or "local[*]"
-    if not (shared or master.startswith("local")):
-        raise ValueError(
-            f"recovery directory {location!r} is a path on this machine, but the run goes "
-            f"to {master}, whose workers would keep state on their own disks: put it on "
-            "storage that every worker mounts at the same path and say so with "
-            "--shared-recovery (RunConfig(recovery_shared=True))"
+    if where.is_local:
+        if not (shared or master.startswith("local")):
+            raise ValueError(
+                f"recovery directory {location!r} is a path on this machine, but the run "
+                f"goes to {master}, whose workers would keep state on their own disks: put "
+                "it on storage that every worker mounts at the same path and say so with "
+                "--shared-recovery (RunConfig(recovery_shared=True)), or give a URI "
+                "(hdfs://, s3a://, ...)"
+            )
+        return where
+    try:
+        if where.is_file():
+            raise StorageError(f"{where.shown}: a file is there, not a directory")
+        bucket = where.bucket()
+        if bucket is not None and not bucket.is_dir():
+            raise StorageError(
+                f"{where.shown}: bucket {bucket.path!r} does not exist (or these "
+                "credentials cannot see it)"
+            )
+    except StorageError as exc:
+        raise ValueError(f"recovery directory: {exc}") from None
+    return where
+
+
+def check_spark_filesystem(spark: Any, where: Location) -> None:
+    """Fail in one line, before the query starts, when Spark's JVM has no Hadoop
+    filesystem for ``where``'s scheme (``s3a://`` needs ``hadoop-aws`` on the
+    classpath); a Spark Connect session checks on the server when the query starts."""
+    if where.is_local:
+        return
+    jvm = getattr(spark, "_jvm", None)
+    jsc = getattr(spark, "_jsc", None)
+    if jvm is None or jsc is None:
+        return
+    try:
+        jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(
+            where.scheme, jsc.hadoopConfiguration()
         )
-    return path
+    except Exception as exc:
+        java = getattr(exc, "java_exception", None)
+        reason = str(java.getMessage()) if java is not None else str(exc)
+        reason = reason.strip().splitlines()[0] if reason.strip() else type(exc).__name__
+        hint = (
+            " (add org.apache.hadoop:hadoop-aws, of Spark's Hadoop version, to spark.jars.packages)"
+            if where.scheme.startswith("s3")
+            else ""
+        )
+        raise ValueError(
+            f"recovery directory {where.shown!r}: Spark cannot write its checkpoint "
+            f"there: {reason}{hint}"
+        ) from None
 
 
 @contextlib.contextmanager
-def _run_directory(config: RunConfig) -> Iterator[tuple[Path, Path]]:
+def _run_directory(config: RunConfig) -> Iterator[tuple[Path, Location]]:
     scratch = Path(tempfile.mkdtemp(prefix="flowspark-"))
     try:
         if config.recovery_dir:
-            checkpoint = recovery_path(config.recovery_dir)
-            checkpoint.mkdir(parents=True, exist_ok=True)
+            checkpoint = recovery_location(config.recovery_dir)
+            try:
+                checkpoint.make_dirs()
+            except StorageError as exc:
+                raise ValueError(f"recovery directory: {exc}") from None
         else:
-            checkpoint = scratch / "checkpoint"
+            checkpoint = Location.parse(scratch / "checkpoint")
         yield scratch, checkpoint
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -262,6 +321,8 @@ def run_flow(flow: Dataflow, config: RunConfig | None = None) -> RunReport:
     _check_connectors(plan)
     _register_user_modules(plan)
     spark = get_session(config.master, config.verbose, parallelism=config.parallelism)
+    if config.recovery_dir:
+        check_spark_filesystem(spark, recovery_location(config.recovery_dir))
     if not _local(spark):  # executors do not share the driver's sys.path
         ship_user_modules(spark, Path(tempfile.mkdtemp(prefix="flowspark-ship-")))
     parallelism = session_parallelism()
@@ -321,7 +382,7 @@ def _execute(
         if os.environ.get("FLOWSPARK_PROGRESS_LOG"):
             listeners.append(ProgressLog(os.environ["FLOWSPARK_PROGRESS_LOG"]))
         hub = ProgressHub(listeners, streamed)
-        dispatcher = BatchDispatcher(compiled.plan, checkpoint / "flowspark-sinks", hub)
+        dispatcher = BatchDispatcher(compiled.plan, checkpoint.child("flowspark-sinks"), hub)
         connections = callback_connections()
         try:
             with _ctrl_c_flag() as interrupted:
@@ -442,7 +503,7 @@ def _run_stream(
     df: Any,
     dispatcher: Any,
     config: RunConfig,
-    checkpoint: Path,
+    checkpoint: Location,
     interrupted: threading.Event,
     hub: ProgressHub,
 ) -> None:
@@ -452,7 +513,9 @@ def _run_stream(
     (every input ended, or nothing more available now with ``bounded``) and
     paces batches itself (``trigger_interval``), see ``engine/source.py``.
     """
-    writer = df.writeStream.foreachBatch(dispatcher).option("checkpointLocation", str(checkpoint))
+    writer = df.writeStream.foreachBatch(dispatcher).option(
+        "checkpointLocation", checkpoint.for_spark()
+    )
     query = writer.trigger(availableNow=True).start()
     _await(query, interrupted, hub)
 

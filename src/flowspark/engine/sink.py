@@ -17,7 +17,6 @@ import os
 import pickle
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from flowspark.api.outputs import DynamicOutput, Output, PartitionedOutput
@@ -32,6 +31,7 @@ from flowspark.runtime.codec import (
     decode_items,
 )
 from flowspark.runtime.errors import StepError, user_error
+from flowspark.runtime.storage import Location, read_bytes, write_bytes_atomic
 
 __all__ = ["BatchDispatcher", "FlowFailed"]
 
@@ -41,10 +41,10 @@ class FlowFailed(Exception):
 
 
 class _DynamicWriter:
-    def __init__(self, output: DynamicOutput, token_path: Path) -> None:
+    def __init__(self, output: DynamicOutput, token_path: Location | os.PathLike[str]) -> None:
         self.sink = output.build(0, 1)
         self.begin_batch = getattr(self.sink, "begin_batch", None)
-        self.token = _run_token(token_path) if self.begin_batch is not None else ""
+        self.token = _run_token(Location.parse(token_path)) if self.begin_batch is not None else ""
 
     def begin(self, batch_id: int) -> None:
         if self.begin_batch is not None:
@@ -61,17 +61,17 @@ class _DynamicWriter:
 
 
 class _PartitionedWriter:
-    def __init__(self, output: PartitionedOutput, state_path: Path) -> None:
+    def __init__(self, output: PartitionedOutput, state_path: Location | os.PathLike[str]) -> None:
         self.output = output
         self.part_names = list(output.list_parts())
         if not self.part_names:
             raise ValueError(f"{type(output).__name__}.list_parts() returned no parts")
-        self.state_path = state_path
+        self.state_path = state_path = Location.parse(state_path)
         self.parts: list[Any] | None = None
         self.generations: dict[str, tuple[int, list[Any]] | None] = {"prev": None, "last": None}
-        if state_path.exists():
-            with open(state_path, "rb") as f:
-                self.generations = pickle.load(f)
+        saved = read_bytes(state_path)
+        if saved is not None:
+            self.generations = pickle.loads(saved)
 
     def _open(self, states: list[Any] | None) -> None:
         if self.parts is not None:
@@ -110,13 +110,7 @@ class _PartitionedWriter:
         assert self.parts is not None
         snapshot = (batch_id, [part.snapshot() for part in self.parts])
         self.generations = {"prev": self.generations["last"], "last": snapshot}
-        tmp = self.state_path.with_suffix(".tmp")
-        self.state_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "wb") as f:
-            pickle.dump(self.generations, f)
-            f.flush()
-            os.fsync(f.fileno())
-        tmp.replace(self.state_path)
+        write_bytes_atomic(self.state_path, pickle.dumps(self.generations))
 
     def close(self) -> None:
         for part in self.parts or []:
@@ -124,28 +118,23 @@ class _PartitionedWriter:
         self.parts = None
 
 
-def _run_token(path: Path) -> str:
-    """A random token made once per recovery directory (kept in ``path``): a sink that
-    names what it writes by it, the batch id and a position names a replayed batch's
-    items as the first attempt did, and another run's items differently."""
-    if path.exists():
-        return path.read_text().strip()
+def _run_token(location: Location) -> str:
+    """A random token made once per recovery directory (kept at ``location``): a sink
+    that names what it writes by it, the batch id and a position names a replayed
+    batch's items as the first attempt did, and another run's items differently."""
+    saved = read_bytes(location)
+    if saved is not None:
+        return saved.decode().strip()
     token = os.urandom(6).hex()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w") as f:
-        f.write(token)
-        f.flush()
-        os.fsync(f.fileno())
-    tmp.replace(path)
+    write_bytes_atomic(location, token.encode())
     return token
 
 
-def _writer(output: Output, step_id: str, state_dir: Path) -> Any:
+def _writer(output: Output, step_id: str, state_dir: Location) -> Any:
     if isinstance(output, PartitionedOutput):
-        return _PartitionedWriter(output, state_dir / f"{step_id}.pickle")
+        return _PartitionedWriter(output, state_dir.child(f"{step_id}.pickle"))
     if isinstance(output, DynamicOutput):
-        return _DynamicWriter(output, state_dir / f"{step_id}.token")
+        return _DynamicWriter(output, state_dir.child(f"{step_id}.token"))
     raise TypeError(
         f"output {step_id!r}: {type(output).__name__} must subclass PartitionedOutput "
         "or DynamicOutput"
@@ -173,10 +162,10 @@ class BatchDispatcher:
     What each batch read, wrote and found late goes to ``hub`` (see engine/observe.py).
     """
 
-    def __init__(self, plan: Plan, state_dir: Path, hub: Any = None) -> None:
+    def __init__(self, plan: Plan, state_dir: Location | str, hub: Any = None) -> None:
         self.hub = hub
         self.plan = plan
-        self.state_dir = state_dir
+        self.state_dir = state_dir = Location.parse(state_dir)
         self.writers: dict[int, Any] = {}
         self.step_ids: dict[int, str] = {}
         for o in plan.outputs:

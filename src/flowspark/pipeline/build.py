@@ -46,6 +46,7 @@ from flowspark.pipeline.spec import (
     load_spec,
 )
 from flowspark.pipeline.udfs import ANNOTATION_PREFIX, server_from_script, server_kind
+from flowspark.runtime.storage import Location
 
 __all__ = ["load", "build", "secret_env_name"]
 
@@ -190,7 +191,14 @@ class _Builder:
         http = [v for v in self.spec.sources if v.source is not None and v.source.kind == "http"]
         journal_dir = None
         if http:
-            journal_dir = Path(state_dir or tempfile.mkdtemp(prefix="flowspark-http-"))
+            where = Location.parse(state_dir or tempfile.mkdtemp(prefix="flowspark-http-"))
+            if not where.is_local:
+                raise PipelineSpecError(
+                    f"source {http[0].name!r}: the HTTP source journals events on this "
+                    f"machine's disk (appends, fsync, locks), not at {where.shown}: give a "
+                    "recovery directory that is a local path (or on storage mounted here)"
+                )
+            journal_dir = where.local_path
             journal_dir.mkdir(parents=True, exist_ok=True)
         for vertex in order:
             if vertex.kind == "source":
