@@ -8,7 +8,8 @@ On it, with the recovery directory on the shared directory: the quickstart and t
 Numaflow example (accumulator + reduce stream) give the local run's output, and a
 keyed event-time window flow whose steps reach a helper module through a global
 gives exactly the expected sums although one worker's whole process tree is
-SIGKILLed mid-run and a replacement is started.
+SIGKILLed mid-run and a replacement is started; and files in a bucket of a real S3
+server, which the executors open themselves, give the local run's output.
 """
 
 from __future__ import annotations
@@ -263,3 +264,49 @@ def test_a_worker_killed_mid_run_loses_nothing_and_duplicates_nothing(
     duplicates = [line for line, n in Counter(lines).items() if n > 1]
     assert not duplicates, f"{len(duplicates)} lines written twice, e.g. {duplicates[:3]}"
     assert sorted(lines) == sorted(_expected_sums())
+
+
+S3_FLOW = """
+from flowspark.connectors.files import DirInput
+from flowspark.connectors.stdio import StdOutput
+from flowspark.dataflow import Dataflow
+
+flow = Dataflow()
+flow.input("logs", DirInput({uri!r}, "*.txt", batch_size=50))
+flow.flat_map(str.split)
+flow.map(lambda w: (w, w))
+flow.stateful_map("seen", lambda: 0, lambda n, w: (n + 1, n + 1))
+flow.map(lambda kv: f"{{kv[0]}} {{kv[1]}}")
+flow.output("out", StdOutput())
+"""
+
+
+def test_inputs_on_s3_are_read_by_workers_that_share_no_disk(
+    cluster: PrivateCluster, tmp_path: Path
+):
+    """Files in a bucket of a real S3 server (moto, on loopback), listed by the driver
+    and opened by executors that see none of the driver's files: a keyed running
+    count over them, in micro-batches of at most 300 lines, equals the local run's."""
+    from flowspark.runtime.storage import Location, write_bytes_atomic
+    from tests.s3_server import S3Server
+
+    with S3Server(tmp_path) as s3:
+        s3.make_bucket("logs")
+        root = Location.parse(s3.uri("logs", "2026"))
+        for part in range(3):
+            lines = (f"w{(part * 7 + k) % 11} v{k % 5}" for k in range(400 * (part + 1)))
+            write_bytes_atomic(root.child(f"{part}.txt"), "\n".join(lines).encode())
+        project = tmp_path / "project"  # on the driver only
+        project.mkdir()
+        (project / "flow.py").write_text(S3_FLOW.format(uri=root.spec))
+        recovery = cluster.shared / "recovery"
+        args = ("--bounded", "-r", str(recovery), "--shared-recovery", "--max-batch-items", "300")
+        on_cluster = _run("flow.py:flow", cluster.info.master_url, *args, cwd=project)
+        out, err = on_cluster.communicate(timeout=400)
+        assert on_cluster.returncode == 0, err[-3000:]
+        local = _run("flow.py:flow", None, "--bounded", cwd=project)
+        local_out, local_err = local.communicate(timeout=300)
+        assert local.returncode == 0, local_err[-3000:]
+    assert len(out.splitlines()) == 2 * 400 * (1 + 2 + 3)
+    assert sorted(out.splitlines()) == sorted(local_out.splitlines())
+    assert _count(recovery / "commits") > 3  # several micro-batches
