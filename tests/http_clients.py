@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import http.client
+import shutil
 import socket
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 
 def free_port() -> int:
@@ -13,6 +16,15 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def server_binary(name: str, package: str) -> str:
+    """A server program that a test dependency installs beside this Python (or on PATH)."""
+    beside = Path(sys.executable).parent / name
+    found = str(beside) if beside.exists() else shutil.which(name)
+    if found is None:
+        raise RuntimeError(f"{name} not found: pip install {package!r}")
+    return found
 
 
 def post(

