@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from flowspark.cli import main
-from flowspark.engine.query import check_recovery_storage, recovery_location, recovery_path
+from flowspark.engine.query import check_recovery_storage, recovery_location
+from flowspark.pipeline import PipelineSpecError, load
 
 FLOW = (
     "from flowspark.dataflow import Dataflow\n"
@@ -22,9 +23,9 @@ FLOW = (
 
 def test_paths_and_file_uris_are_local_directories(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert recovery_path("rec") == tmp_path / "rec"
-    assert recovery_path(f"file://{tmp_path}/rec") == tmp_path / "rec"
-    assert recovery_path("file://localhost/var/rec") == Path("/var/rec")
+    assert recovery_location("rec").local_path == tmp_path / "rec"
+    assert recovery_location(f"file://{tmp_path}/rec").local_path == tmp_path / "rec"
+    assert recovery_location("file://localhost/var/rec").local_path == Path("/var/rec")
 
 
 @pytest.mark.parametrize(
@@ -64,9 +65,12 @@ def test_a_remote_recovery_directory_needs_no_shared_flag():
     assert recovery_location("/tmp/x").for_spark() == "/tmp/x"
 
 
-def test_local_only_files_refuse_a_remote_recovery_directory():
-    with pytest.raises(ValueError, match="HTTP source keeps its files on this machine"):
-        recovery_path("s3a://bucket/ckpt", needed_by="the HTTP source")
+def test_an_http_source_refuses_a_remote_recovery_directory():
+    """Its journal needs appends, fsync and locks on this machine: refused when the
+    pipeline is built, before anything listens or runs."""
+    spec = Path(__file__).parents[1] / "data" / "numaflow" / "2-http-pipeline.yaml"
+    with pytest.raises(PipelineSpecError, match="journals events on this machine's disk"):
+        load(str(spec), state_dir="s3a://bucket/rec/numaflow-http")
 
 
 def test_a_local_path_on_a_cluster_needs_to_be_declared_shared():

@@ -301,7 +301,7 @@ def _local_output_path(path: str | Path, kind: str) -> Path:
             "when Spark replays a micro-batch, which an object store or HDFS cannot do: "
             "give a local path (or one on storage mounted here)"
         )
-    return where.local_path
+    return Path(_as_given(path, where))
 
 
 class FileOutput(PartitionedOutput):

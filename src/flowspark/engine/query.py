@@ -197,23 +197,6 @@ def recovery_location(location: str) -> Location:
         raise ValueError(f"recovery directory {location!r}: {exc}") from None
 
 
-def recovery_path(location: str, needed_by: str = "this part of flowspark") -> Path:
-    """The recovery directory's path on this machine (``needed_by`` keeps files
-    there that need a local filesystem, e.g. the HTTP source's journal).
-
-    >>> recovery_path("file:///tmp/rec"), recovery_path("/tmp/rec")
-    (PosixPath('/tmp/rec'), PosixPath('/tmp/rec'))
-    """
-    where = recovery_location(location)
-    if not where.is_local:
-        raise ValueError(
-            f"recovery directory {where.shown!r}: {needed_by} keeps its files on this "
-            "machine's filesystem (appends, fsync, locks): give a local path, or one on "
-            "storage mounted here"
-        )
-    return where.local_path
-
-
 def check_recovery_storage(location: str, master: str | None, shared: bool = False) -> Location:
     """The recovery directory, if a run on ``master`` can use it.
 
