@@ -99,6 +99,13 @@ def _parser() -> argparse.ArgumentParser:
         help="Spark master URL (default: local[*], embedded Spark)",
     )
     p.add_argument(
+        "--remote",
+        default=None,
+        metavar="sc://HOST:PORT",
+        help="run on this Spark Connect server (default: $FLOWSPARK_REMOTE or "
+        "$SPARK_REMOTE); outputs are still written here",
+    )
+    p.add_argument(
         "-r",
         "--recovery-directory",
         default=os.environ.get("FLOWSPARK_RECOVERY_DIRECTORY"),
@@ -322,6 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         epoch_interval=seconds(args.snapshot_interval),
         trigger_interval=seconds(args.trigger_interval),
         master=args.master,
+        remote=args.remote,
         verbose=args.verbose,
         max_batch_items=args.max_batch_items,
         progress=False if args.progress is None and args.verbose else args.progress,

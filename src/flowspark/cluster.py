@@ -1,7 +1,9 @@
-"""``python -m flowspark.cluster start|stop|status``: a local Spark standalone cluster.
+"""``python -m flowspark.cluster start|stop|status``: a local Spark standalone cluster;
+``connect-start|connect-stop``: a Spark Connect server.
 
 See :mod:`flowspark.engine.cluster`. ``start`` prints the master's URL, to give
-``python -m flowspark.run FLOW --master URL``.
+``python -m flowspark.run FLOW --master URL``; ``connect-start`` the server's
+``sc://`` URL, to give ``--remote URL``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,14 @@ from pathlib import Path
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
-    from flowspark.engine.cluster import cluster_status, default_dir, start_cluster, stop_cluster
+    from flowspark.engine.cluster import (
+        cluster_status,
+        default_dir,
+        start_cluster,
+        start_connect_server,
+        stop_cluster,
+        stop_connect_server,
+    )
 
     p = argparse.ArgumentParser(
         prog="python -m flowspark.cluster", description=__doc__.split("\n")[0]
@@ -27,8 +36,16 @@ def main(argv: list[str] | None = None) -> int:
     start.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     start.add_argument("--port", type=int, default=7077, help="the master's port (default 7077)")
     start.add_argument("--ui-port", type=int, default=8080, help="the master's web UI port")
+    connect = sub.add_parser("connect-start", help="start a Spark Connect server")
+    connect.add_argument("--port", type=int, default=15002, help="its port (default 15002)")
+    connect.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    connect.add_argument(
+        "--master", default="local[*]", help="where it runs flows (default local[*]; or spark://…)"
+    )
+    connect.add_argument("--memory", default="4g", help="the server's memory (default 4g)")
     for command in (start, sub.add_parser("stop", help="stop what start started"),
-                    sub.add_parser("status", help="the master and its workers")):  # fmt: skip
+                    sub.add_parser("status", help="the master and its workers"), connect,
+                    sub.add_parser("connect-stop", help="stop the Connect server")):  # fmt: skip
         command.add_argument(
             "--dir", type=Path, default=None, help=f"state and logs (default {default_dir()})"
         )
@@ -40,6 +57,15 @@ def main(argv: list[str] | None = None) -> int:
             )
             print(info.master_url)
             print(f"flowspark: cluster up: web UI {info.ui_url}, logs in {info.directory}",
+                  file=sys.stderr)  # fmt: skip
+        elif args.command == "connect-start":
+            server = start_connect_server(args.port, args.master, args.host, args.memory, args.dir)
+            print(server.url)
+            print(f"flowspark: Spark Connect server up on {server.master}, log in "
+                  f"{server.directory}/connect.log", file=sys.stderr)  # fmt: skip
+        elif args.command == "connect-stop":
+            gone = stop_connect_server(args.dir)
+            print("flowspark: " + (f"stopped {gone.url}" if gone else "no Connect server"),
                   file=sys.stderr)  # fmt: skip
         elif args.command == "stop":
             stopped = stop_cluster(args.dir)

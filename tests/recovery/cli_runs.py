@@ -85,8 +85,9 @@ def kill_mid_run_then_restart(
         time.sleep(0.01)
     killed_mid_run = proc.poll() is None
     os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert killed_mid_run and len(output_lines(out)) < total, "kill landed after the end"
+    _, first_err = proc.communicate()
+    assert killed_mid_run, f"the first run ended by itself:\n{first_err.decode()[-3000:]}"
+    assert len(output_lines(out)) < total, "kill landed after the end"
 
     proc = start_cli(flow_file, recovery, *args)
     _, err = proc.communicate(timeout=300)

@@ -94,22 +94,34 @@ def run_job(df: Any, dispatcher: Any, interrupted: threading.Event) -> None:
     """
     from pyspark import InheritableThread
 
-    spark_context = df.sparkSession.sparkContext
+    from flowspark.engine.compat import is_connect
+
+    session = df.sparkSession
     group = f"flowspark-{uuid.uuid4().hex}"
     failure: list[BaseException] = []
 
+    def cancel() -> None:
+        if is_connect(session):
+            session.interruptTag(group)
+        else:
+            session.sparkContext.cancelJobGroup(group)
+
     def job() -> None:
-        spark_context.setJobGroup(group, "flowspark bounded run", interruptOnCancel=True)
+        if is_connect(session):
+            session.addTag(group)
+        else:
+            session.sparkContext.setJobGroup(group, "flowspark bounded run", interruptOnCancel=True)
         try:
             dispatcher(df, 0)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             failure.append(exc)
 
-    thread = InheritableThread(target=job, daemon=True)
+    extra = {"session": session} if is_connect(session) else {}
+    thread = InheritableThread(target=job, daemon=True, **extra)
     thread.start()
     while thread.is_alive():
         if interrupted.is_set():
-            spark_context.cancelJobGroup(group)
+            cancel()
             thread.join()
             raise KeyboardInterrupt
         thread.join(0.2)

@@ -33,6 +33,9 @@ from typing import Any
 
 __all__ = [
     "ClusterInfo",
+    "ConnectInfo",
+    "start_connect_server",
+    "stop_connect_server",
     "cluster_status",
     "default_dir",
     "start_cluster",
@@ -241,3 +244,112 @@ def cluster_status(directory: Path | None = None) -> dict[str, Any] | None:
         "ui": info.ui_url,
         "workers": [{"id": w["id"], "cores": w["cores"], "state": w["state"]} for w in workers],
     }
+
+
+# -- a Spark Connect server --------------------------------------------------------
+
+CONNECT_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+
+@dataclass
+class ConnectInfo:
+    """What ``connect-start`` started: the server's ``sc://`` URL and its pid."""
+
+    url: str
+    pid: int
+    master: str
+    directory: str = ""
+
+
+def _connect_settings(master: str, host: str, port: int) -> dict[str, str]:
+    """The server's Spark settings: flowspark's own (see ``engine/session.py``)."""
+    from flowspark.engine.session import JVM_FLAGS, NO_CODEGEN
+
+    cores = _local_cores(master)
+    settings = {
+        "spark.connect.grpc.binding.address": host,
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.connect.grpc.maxInboundMessageSize": str(1 << 30),
+        "spark.ui.enabled": "false",
+        "spark.driver.extraJavaOptions": " ".join(JVM_FLAGS),
+        "spark.executor.extraJavaOptions": " ".join(JVM_FLAGS),
+        "spark.driver.maxResultSize": "4g",
+        "spark.rpc.message.maxSize": "1024",
+        "spark.python.worker.reuse": "true",
+        "spark.sql.streaming.stateStore.maintenanceInterval": "10s",
+        **NO_CODEGEN,
+    }
+    if cores is not None:
+        settings["spark.default.parallelism"] = str(cores)
+        settings["spark.sql.shuffle.partitions"] = str(cores)
+    if master.startswith("local"):
+        settings["spark.sql.streaming.checkpointFileManagerClass"] = (
+            "org.apache.spark.sql.execution.streaming.checkpointing."
+            "FileSystemBasedCheckpointFileManager"
+        )
+    return settings
+
+
+def _local_cores(master: str) -> int | None:
+    if not master.startswith("local"):
+        return None
+    inside = master[len("local") :].strip("[]").split(",")[0].strip()
+    return os.cpu_count() or 1 if inside in ("", "*") else int(inside)
+
+
+def start_connect_server(
+    port: int = 15002,
+    master: str = "local[*]",
+    host: str = "127.0.0.1",
+    memory: str = "4g",
+    directory: Path | None = None,
+    timeout: float = 120.0,
+) -> ConnectInfo:
+    """Start a Spark Connect server (Spark's ``SparkConnectServer`` through the
+    wheel's ``spark-submit``, with flowspark's settings) on ``host:port`` running
+    on ``master``; wait until it listens; fail with its log's tail otherwise."""
+    directory = Path(directory or default_dir()).absolute()
+    state = directory / "connect.json"
+    if state.exists():
+        running = ConnectInfo(**json.loads(state.read_text()))
+        if _alive(running.pid):
+            raise RuntimeError(
+                f"a Connect server started from {directory} is running at {running.url}; "
+                "stop it first (python -m flowspark.cluster connect-stop)"
+            )
+    if _listening(host, port):
+        raise RuntimeError(f"{host}:{port} is taken: give another --port")
+    directory.mkdir(parents=True, exist_ok=True)
+    submit = str(_spark_home() / "bin" / "spark-submit")
+    args = [submit, "--class", CONNECT_CLASS, "--master", master, "--driver-memory", memory]
+    for key, value in _connect_settings(master, host, port).items():
+        args += ["--conf", f"{key}={value}"]
+    log = directory / "connect.log"
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            [*args, "spark-internal"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=_env(),
+            start_new_session=True,
+        )
+    info = ConnectInfo(f"sc://{host}:{port}", proc.pid, master, str(directory))
+    try:
+        _wait(lambda: _listening(host, port), proc, log, timeout, "the Connect server")
+    except BaseException:
+        _terminate([proc.pid])
+        raise
+    state.write_text(json.dumps(asdict(info)))
+    return info
+
+
+def stop_connect_server(directory: Path | None = None) -> ConnectInfo | None:
+    """Stop the Connect server ``connect-start`` started from ``directory``."""
+    state = Path(directory or default_dir()).absolute() / "connect.json"
+    if not state.exists():
+        return None
+    info = ConnectInfo(**json.loads(state.read_text()))
+    _terminate([info.pid])
+    state.unlink()
+    return info

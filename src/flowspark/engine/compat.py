@@ -22,6 +22,7 @@ __all__ = [
     "PYSPARK_SERIES",
     "check_pyspark",
     "executor_count",
+    "is_connect",
     "local_files_without_checksums",
     "processor_init_on_driver",
     "py4j_callback_connections",
@@ -84,3 +85,8 @@ def local_files_without_checksums(spark_session: Any) -> None:
     context = spark_session.sparkContext
     hadoop_conf = context._jsc.hadoopConfiguration()
     context._jvm.org.apache.hadoop.fs.FileSystem.getLocal(hadoop_conf).setWriteChecksum(False)
+
+
+def is_connect(spark_session: Any) -> bool:
+    """Whether ``spark_session`` is a Spark Connect client session (no JVM here)."""
+    return type(spark_session).__module__.startswith("pyspark.sql.connect")

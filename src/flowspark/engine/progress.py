@@ -461,6 +461,10 @@ class PrometheusMetrics:
 
 def spark_ui_line(spark: Any) -> str:
     """Where the session's Spark UI is, as one line for stderr."""
+    from flowspark.engine.compat import is_connect
+
+    if is_connect(spark):
+        return "flowspark: the Spark UI is the Connect server's (spark.ui.enabled there)"
     url = spark.sparkContext.uiWebUrl
     if not url:
         return "flowspark: no Spark UI (spark.ui.enabled is false; FLOWSPARK_UI=true enables it)"

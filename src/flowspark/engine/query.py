@@ -12,6 +12,7 @@ inputs fit a single micro-batch runs the same plan as one batch job instead
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import dataclasses
 import os
@@ -68,6 +69,9 @@ class RunConfig:
     :func:`~flowspark.engine.session.get_session`). ``recovery_shared``: the
     recovery directory, a path, is on storage that the driver and every worker
     mount at that same path (required with a path on a non-local master).
+    ``remote``: a Spark Connect server (``sc://host:port``; default
+    ``$FLOWSPARK_REMOTE`` or ``$SPARK_REMOTE``) that runs the flow; outputs are
+    still written here, in this process.
     """
 
     bounded: bool = False
@@ -85,6 +89,7 @@ class RunConfig:
     metrics_host: str = "127.0.0.1"
     parallelism: int | None = None
     recovery_shared: bool = False
+    remote: str | None = None
 
 
 def _register_user_modules(plan: Plan) -> None:
@@ -104,8 +109,11 @@ def _register_user_modules(plan: Plan) -> None:
 
 
 def _local(spark: Any) -> bool:
-    """Whether executors share this machine's disk (a ``local`` master)."""
-    return spark.sparkContext.master.startswith("local")
+    """Whether executors share this machine's disk (a ``local`` master, not through
+    Spark Connect: its server may be anywhere)."""
+    from flowspark.engine.compat import is_connect
+
+    return not is_connect(spark) and spark.sparkContext.master.startswith("local")
 
 
 def _for_run(inp: Any, spill_dir: Path | None) -> Any:
@@ -294,16 +302,23 @@ def run_flow(flow: Dataflow, config: RunConfig | None = None) -> RunReport:
     with a warning (they are counted, never dropped unseen).
     """
     from flowspark.engine.progress import watch_run
-    from flowspark.engine.session import get_session, session_master, session_parallelism
+    from flowspark.engine.session import (
+        get_session,
+        remote_url,
+        session_master,
+        session_parallelism,
+    )
 
     config = config or RunConfig()
     if config.recovery_dir:  # a directory it cannot use fails before Spark starts
-        master = session_master() or config.master
+        master = session_master() or remote_url(config.remote) or config.master
         check_recovery_storage(config.recovery_dir, master, config.recovery_shared)
     plan = build_plan(flow)
     _check_connectors(plan)
     _register_user_modules(plan)
-    spark = get_session(config.master, config.verbose, parallelism=config.parallelism)
+    spark = get_session(
+        config.master, config.verbose, parallelism=config.parallelism, remote=config.remote
+    )
     if config.recovery_dir:
         check_spark_filesystem(spark, recovery_location(config.recovery_dir))
     if not _local(spark):  # executors do not share the driver's sys.path
@@ -477,6 +492,11 @@ def _stream_frame(
         max_batch_items=config.max_batch_items,
         event_time=compiled.event_time,
     )
+    from flowspark.engine.compat import is_connect
+
+    if is_connect(spark):  # the server plans the query: the spec travels in the plan
+        inline = base64.b64encode(cloudpickle.dumps(spec)).decode("ascii")
+        return spark.readStream.format("flowspark").option("spec_b64", inline).load()
     path = scratch / "inputs.spec"
     path.write_bytes(cloudpickle.dumps(spec))
     return spark.readStream.format("flowspark").option("spec", str(path)).load()
@@ -496,11 +516,22 @@ def _run_stream(
     (every input ended, or nothing more available now with ``bounded``) and
     paces batches itself (``trigger_interval``), see ``engine/source.py``.
     """
-    writer = df.writeStream.foreachBatch(dispatcher).option(
-        "checkpointLocation", checkpoint.for_spark()
-    )
-    query = writer.trigger(availableNow=True).start()
-    _await(query, interrupted, hub)
+    from flowspark.engine.compat import is_connect
+    from flowspark.engine.session import session_master
+
+    with contextlib.ExitStack() as stack:
+        function: Any = dispatcher
+        if is_connect(df.sparkSession):  # foreachBatch runs on the server
+            from flowspark.engine.delivery import DeliveryServer, client_address
+
+            address = client_address(str(session_master()))
+            server = stack.enter_context(DeliveryServer(dispatcher.deliver, address))
+            function = server.forwarder(address)
+        writer = df.writeStream.foreachBatch(function).option(
+            "checkpointLocation", checkpoint.for_spark()
+        )
+        query = writer.trigger(availableNow=True).start()
+        _await(query, interrupted, hub)
 
 
 def _warn_unrouted_late(plan: Plan, report: RunReport) -> None:

@@ -58,6 +58,7 @@ __all__ = [
 
 _LOCK = threading.Lock()
 _SESSION: Any = None
+_REMOTE: str | None = None
 _PARALLELISM = 2
 
 
@@ -155,16 +156,71 @@ def _prepare_environment() -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join(paths + ([old] if old else []))
 
 
+def remote_url(remote: str | None = None) -> str | None:
+    """The Spark Connect server a run goes to: ``remote``, else ``$FLOWSPARK_REMOTE``,
+    else ``$SPARK_REMOTE`` (``sc://host:port``); ``None`` for a classic session.
+
+    >>> remote_url("sc://h:15002")
+    'sc://h:15002'
+    """
+    url = remote or os.environ.get("FLOWSPARK_REMOTE") or os.environ.get("SPARK_REMOTE")
+    if url and not url.startswith("sc://"):
+        raise ValueError(f"a Spark Connect address looks like sc://HOST:PORT; got {url!r}")
+    return url or None
+
+
+SESSION_SQL_SETTINGS = {
+    "spark.sql.streaming.stateStore.providerClass": (
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+    ),
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",
+    **NO_CODEGEN,
+}
+"""SQL settings a run needs, which a Spark Connect client sets on its own session."""
+
+
+def _connect_session(url: str, parallelism: int | None) -> Any:
+    """A Spark Connect session to ``url`` with flowspark's SQL settings; its
+    parallelism is the server's ``spark.default.parallelism`` unless given."""
+    from pyspark.sql import SparkSession
+
+    from flowspark.engine.compat import check_pyspark
+    from flowspark.engine.source import FlowsparkSource
+
+    check_pyspark()
+    try:
+        session = SparkSession.builder.remote(url).getOrCreate()
+        for key, value in SESSION_SQL_SETTINGS.items():
+            session.conf.set(key, value)
+        cores = wanted_parallelism(parallelism)
+        if cores is None:
+            server = session.conf.get("spark.default.parallelism", None)
+            cores = int(server) if server else 2
+        session.conf.set("spark.sql.shuffle.partitions", str(cores))
+        session.dataSource.register(FlowsparkSource)
+    except ImportError as exc:
+        raise ImportError(
+            f"Spark Connect needs pyspark's client dependencies: pip install "
+            f"'flowspark[connect]' ({exc})"
+        ) from None
+    return session, cores
+
+
 def get_session(
     master: str | None = None,
     verbose: bool | None = None,
     conf: dict[str, str] | None = None,
     parallelism: int | None = None,
+    remote: str | None = None,
 ) -> Any:
     """Return the process's SparkSession, creating it on first call.
 
     ``master`` defaults to ``$FLOWSPARK_MASTER`` or ``local[*]``. Later calls
-    return the same session whatever they ask for.
+    return the same session whatever they ask for. ``remote`` (or
+    ``$FLOWSPARK_REMOTE``/``$SPARK_REMOTE``, ``sc://host:port``) makes it a Spark
+    Connect session instead: no JVM here, the server runs everything.
 
     ``parallelism`` (default ``$FLOWSPARK_PARALLELISM``) is how many partitions a
     micro-batch's keyed and shuffled work is cut into (Spark's shuffle partitions
@@ -174,9 +230,16 @@ def get_session(
     ``$FLOWSPARK_EXECUTOR_WAIT`` seconds, default 60). A recovery directory keeps
     the number its run started with.
     """
-    global _SESSION, _PARALLELISM
+    global _SESSION, _PARALLELISM, _REMOTE
     with _LOCK:
         if _SESSION is not None:
+            return _SESSION
+        url = remote_url(remote)
+        if url is not None:
+            _SESSION, _PARALLELISM = _connect_session(url, parallelism)
+            _REMOTE = url
+            _warm_up(_SESSION, _PARALLELISM)
+            atexit.register(stop_session)
             return _SESSION
         if verbose is None:
             verbose = os.environ.get("FLOWSPARK_VERBOSE", "") not in ("", "0")
@@ -289,7 +352,13 @@ def session_master() -> str | None:
     """The master of the process's running session (``None`` before one starts): a
     run joins it whatever master it asks for."""
     with _LOCK:
-        return None if _SESSION is None else str(_SESSION.sparkContext.master)
+        if _SESSION is None:
+            return None
+        from flowspark.engine.compat import is_connect
+
+        if is_connect(_SESSION):  # its recovery files are written on the server
+            return str(_REMOTE)
+        return str(_SESSION.sparkContext.master)
 
 
 def session_parallelism() -> int:

@@ -80,7 +80,13 @@ def ship_user_modules(spark: object, folder: Path) -> list[str]:
     roots = user_module_roots()
     if not roots:
         return []
-    spark.sparkContext.addPyFile(str(_zip(roots, folder)))  # type: ignore[attr-defined]
+    archive = str(_zip(roots, folder))
+    from flowspark.engine.compat import is_connect
+
+    if is_connect(spark):  # Spark Connect: an artifact of this client's session
+        spark.addArtifacts(archive, pyfile=True)  # type: ignore[attr-defined]
+    else:
+        spark.sparkContext.addPyFile(archive)  # type: ignore[attr-defined]
     return sorted(roots)
 
 

@@ -181,6 +181,11 @@ class BatchDispatcher:
         except Exception as exc:  # a worker failed: keep the clean error, stop the query
             self.error = clean_spark_error(exc)  # the user's error, or a short one
             raise FlowFailed(str(self.error)) from None
+        self.deliver(table, batch_id)
+
+    def deliver(self, table: Any, batch_id: int) -> None:
+        """Write a collected micro-batch (Arrow ``table``) through the sinks (on
+        Spark Connect, the table comes from the server, see ``engine/delivery.py``)."""
         try:
             self._dispatch(table, batch_id)
         except StepError as exc:

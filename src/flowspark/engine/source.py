@@ -665,8 +665,8 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     the end was announced, "whole": the whole input is in this first batch}``.
     """
 
-    def __init__(self, spec_path: str, spec: SourceSpec) -> None:
-        self.spec_path = spec_path
+    def __init__(self, spec_option: tuple[str, str], spec: SourceSpec) -> None:
+        self.spec_option = spec_option
         self.programs = {str(i.entry): i.program for i in spec.inputs}
         self.spread = spec.spread
         self.stateful = spec.stateful
@@ -681,8 +681,7 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def _managers(self) -> dict[str, Any]:
         if self._offsets is None:
-            with open(self.spec_path, "rb") as f:
-                spec: SourceSpec = pickle.load(f)
+            spec = _load_spec(*self.spec_option)
             managers: dict[str, Any] = {}
             for inp in spec.inputs:
                 if isinstance(inp.input, SeekableInput):
@@ -858,7 +857,19 @@ class FlowsparkSource(DataSource):
         return ROW_SCHEMA
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
-        path = self.options["spec"]
-        with open(path, "rb") as f:
-            spec: SourceSpec = pickle.load(f)
-        return _FlowsparkStreamReader(path, spec)
+        option = (
+            ("spec", self.options["spec"])
+            if "spec" in self.options
+            else ("spec_b64", self.options["spec_b64"])
+        )
+        return _FlowsparkStreamReader(option, _load_spec(*option))
+
+
+def _load_spec(kind: str, value: str) -> SourceSpec:
+    """The run's :class:`SourceSpec`: from a file (``spec``: a path on the machine
+    that plans the query) or inline (``spec_b64``: on Spark Connect, where that
+    machine is the server)."""
+    if kind == "spec_b64":
+        return pickle.loads(base64.b64decode(value))
+    with open(value, "rb") as f:
+        return pickle.load(f)

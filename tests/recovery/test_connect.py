@@ -1,0 +1,120 @@
+"""Spark Connect: flows run on a Connect server started from the pip package
+(``python -m flowspark.cluster connect-start``), with their outputs written in the
+client: the quickstart and the Numaflow example give the local run's output, a
+keyed live flow with recovery loses nothing and duplicates nothing through a
+SIGKILL of the client, and a step's error keeps its type in the client."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flowspark.engine.cluster import start_connect_server, stop_connect_server
+from tests.http_clients import free_port
+from tests.recovery.cli_runs import PACED_INPUT, kill_mid_run_then_restart
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("connect")
+    info = start_connect_server(port=free_port(), master="local[2]", directory=directory)
+    try:
+        yield info.url
+    finally:
+        stop_connect_server(directory)
+
+
+def _run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "flowspark.run", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize(
+    ("flow", "args"),
+    [("examples/quickstart.py", ()), ("examples/numaflow_join_sort.py", ("--bounded",))],
+)
+def test_examples_through_connect_print_the_local_output_here(server, flow, args):
+    remote = _run(flow, *args, "--remote", server)
+    assert remote.returncode == 0, remote.stderr[-3000:]
+    local = _run(flow, *args)
+    assert local.returncode == 0, local.stderr[-3000:]
+    assert remote.stdout.strip()
+    assert sorted(remote.stdout.splitlines()) == sorted(local.stdout.splitlines())
+
+
+KEYED_FLOW = """
+from flowspark.connectors.files import FileOutput
+from flowspark.dataflow import Dataflow
+
+flow = Dataflow()
+flow.input("live", PacedInput())
+flow.stateful_map("count", lambda: 0, lambda n, i: (n + 1, (i, n + 1)))
+flow.map(lambda kv: f"{{kv[0]}} {{kv[1][0]}} {{kv[1][1]}}")
+flow.output("out", FileOutput({out!r}))
+"""
+
+PARTS = {"a": (600, 0.03), "b": (200, 0.09)}  # 18 s of input each
+
+
+def test_a_keyed_live_flow_survives_a_killed_client_exactly_once(server, tmp_path: Path):
+    """The query runs on the server, its micro-batches come back to this client's
+    sinks; SIGKILL the client mid-run, run it again on the same recovery directory:
+    every item once, each key's running count unbroken."""
+    out = tmp_path / "out.txt"
+    flow_file = tmp_path / "flow.py"
+    flow_file.write_text(f"PARTS = {PARTS!r}\n" + PACED_INPUT + KEYED_FLOW.format(out=str(out)))
+    expected = [f"{p} {i} {i}" for p, (n, _) in PARTS.items() for i in range(1, n + 1)]
+    lines = kill_mid_run_then_restart(
+        flow_file, tmp_path / "recovery", out, 60, len(expected),
+        "--remote", server, "--shared-recovery",
+    )  # fmt: skip
+    assert sorted(lines) == sorted(expected)
+
+
+ERROR_SCRIPT = """
+import sys
+from flowspark.dataflow import Dataflow
+from flowspark.engine.query import RunConfig, run_flow
+from flowspark.testing import TestingInput, TestingOutput
+
+def check(x):
+    if x == 7:
+        raise KeyError("boom")
+    return x
+
+for recovery in (None, sys.argv[2]):
+    flow = Dataflow()
+    flow.input("inp", TestingInput(list(range(20))))
+    flow.map(check)
+    flow.output("out", TestingOutput([]))
+    try:
+        run_flow(flow, RunConfig(remote=sys.argv[1], recovery_dir=recovery,
+                                 recovery_shared=True, bounded=True))
+    except KeyError as exc:
+        print("KeyError", "map_check" in str(exc), "item 7" in str(exc))
+"""
+
+
+def test_a_step_error_keeps_its_type_in_the_client(server, tmp_path: Path):
+    """As a batch job and as a stream with recovery: ``except KeyError`` catches it,
+    with the step and the item in the message."""
+    script = tmp_path / "errors.py"
+    script.write_text(ERROR_SCRIPT)
+    done = subprocess.run(
+        [sys.executable, str(script), server, str(tmp_path / "rec")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines() == ["KeyError True True"] * 2
