@@ -118,6 +118,25 @@ def _master_state(ui_url: str) -> dict[str, Any]:
         return json.loads(reply.read())
 
 
+def _claim(directory: Path, state_name: str, host: str, port: int, stop: str) -> Path:
+    """The state file for what is about to start from ``directory``; fails if what
+    it names still runs, or if ``host:port`` is taken."""
+    state = directory / state_name
+    if state.exists():
+        running = json.loads(state.read_text())
+        pid = running.get("master_pid", running.get("pid"))
+        if pid is not None and _alive(int(pid)):
+            where = running.get("master_url", running.get("url"))
+            raise RuntimeError(
+                f"what {directory} started is running at {where}; stop it first "
+                f"(python -m flowspark.cluster {stop})"
+            )
+    if _listening(host, port):
+        raise RuntimeError(f"{host}:{port} is taken: give another --port")
+    directory.mkdir(parents=True, exist_ok=True)
+    return state
+
+
 def start_cluster(
     workers: int = 1,
     cores: int = 1,
@@ -131,17 +150,7 @@ def start_cluster(
     """Start a master and ``workers`` workers (each with ``cores`` and ``memory``) and
     wait until every worker has registered; fail with the log's tail otherwise."""
     directory = Path(directory or default_dir()).absolute()
-    state = directory / "cluster.json"
-    if state.exists():
-        running = ClusterInfo(**json.loads(state.read_text()))
-        if _alive(running.master_pid):
-            raise RuntimeError(
-                f"a cluster started from {directory} is running at {running.master_url}; "
-                "stop it first (python -m flowspark.cluster stop)"
-            )
-    if _listening(host, port):
-        raise RuntimeError(f"{host}:{port} is taken: give another --port")
-    directory.mkdir(parents=True, exist_ok=True)
+    state = _claim(directory, "cluster.json", host, port, "stop")
     env = _env()
     master_url, ui_url = f"spark://{host}:{port}", f"http://{host}:{ui_port}"
     log = directory / "master.log"
@@ -262,39 +271,17 @@ class ConnectInfo:
 
 
 def _connect_settings(master: str, host: str, port: int) -> dict[str, str]:
-    """The server's Spark settings: flowspark's own (see ``engine/session.py``)."""
-    from flowspark.engine.session import JVM_FLAGS, NO_CODEGEN
+    """The server's Spark settings: flowspark's engine's, plus Connect's own."""
+    from flowspark.engine.session import JVM_FLAGS, engine_settings, local_cores
 
-    cores = _local_cores(master)
-    settings = {
+    return {
+        **engine_settings(master, local_cores(master), " ".join(JVM_FLAGS)),
         "spark.connect.grpc.binding.address": host,
         "spark.connect.grpc.binding.port": str(port),
+        # The source spec (with in-memory inputs) travels inside the query plan.
         "spark.connect.grpc.maxInboundMessageSize": str(1 << 30),
         "spark.ui.enabled": "false",
-        "spark.driver.extraJavaOptions": " ".join(JVM_FLAGS),
-        "spark.executor.extraJavaOptions": " ".join(JVM_FLAGS),
-        "spark.driver.maxResultSize": "4g",
-        "spark.rpc.message.maxSize": "1024",
-        "spark.python.worker.reuse": "true",
-        "spark.sql.streaming.stateStore.maintenanceInterval": "10s",
-        **NO_CODEGEN,
     }
-    if cores is not None:
-        settings["spark.default.parallelism"] = str(cores)
-        settings["spark.sql.shuffle.partitions"] = str(cores)
-    if master.startswith("local"):
-        settings["spark.sql.streaming.checkpointFileManagerClass"] = (
-            "org.apache.spark.sql.execution.streaming.checkpointing."
-            "FileSystemBasedCheckpointFileManager"
-        )
-    return settings
-
-
-def _local_cores(master: str) -> int | None:
-    if not master.startswith("local"):
-        return None
-    inside = master[len("local") :].strip("[]").split(",")[0].strip()
-    return os.cpu_count() or 1 if inside in ("", "*") else int(inside)
 
 
 def start_connect_server(
@@ -309,17 +296,7 @@ def start_connect_server(
     wheel's ``spark-submit``, with flowspark's settings) on ``host:port`` running
     on ``master``; wait until it listens; fail with its log's tail otherwise."""
     directory = Path(directory or default_dir()).absolute()
-    state = directory / "connect.json"
-    if state.exists():
-        running = ConnectInfo(**json.loads(state.read_text()))
-        if _alive(running.pid):
-            raise RuntimeError(
-                f"a Connect server started from {directory} is running at {running.url}; "
-                "stop it first (python -m flowspark.cluster connect-stop)"
-            )
-    if _listening(host, port):
-        raise RuntimeError(f"{host}:{port} is taken: give another --port")
-    directory.mkdir(parents=True, exist_ok=True)
+    state = _claim(directory, "connect.json", host, port, "connect-stop")
     submit = str(_spark_home() / "bin" / "spark-submit")
     args = [submit, "--class", CONNECT_CLASS, "--master", master, "--driver-memory", memory]
     for key, value in _connect_settings(master, host, port).items():

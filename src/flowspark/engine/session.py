@@ -62,11 +62,11 @@ _REMOTE: str | None = None
 _PARALLELISM = 2
 
 
-def _cores(master: str) -> int | None:
+def local_cores(master: str) -> int | None:
     """Cores of an embedded ``local[...]`` master; ``None`` for a cluster (its
     executors tell, once they have registered).
 
-    >>> _cores("local[3]"), _cores("local[1, 4]"), _cores("spark://h:7077")
+    >>> local_cores("local[3]"), local_cores("local[1, 4]"), local_cores("spark://h:7077")
     (3, 1, None)
     """
     match = re.fullmatch(r"local\[(\d+)(?:,\s*\d+)?\]", master)
@@ -169,6 +169,39 @@ def remote_url(remote: str | None = None) -> str | None:
     return url or None
 
 
+def engine_settings(master: str, cores: int | None, java_opts: str) -> dict[str, str]:
+    """The Spark settings flowspark's engine runs with on ``master`` (an embedded
+    session's, and a Connect server's that flowspark starts); ``cores`` sets the
+    partitions per micro-batch, ``java_opts`` the JVMs' flags."""
+    settings = {
+        "spark.driver.extraJavaOptions": java_opts,
+        "spark.executor.extraJavaOptions": java_opts,
+        "spark.driver.maxResultSize": "4g",
+        **SESSION_SQL_SETTINGS,
+        "spark.python.worker.reuse": "true",
+        # Small state-store maintenance passes, often (see the module's docstring).
+        "spark.sql.streaming.stateStore.maintenanceInterval": "10s",
+        # A task carries its input part's items when they were read on the driver
+        # (in-memory and bytewax-style inputs): 10 M short lines are ~160 MB, more
+        # than Spark's 128 MB default for one message to an executor.
+        "spark.rpc.message.maxSize": "1024",
+    }
+    if cores is not None:
+        settings["spark.sql.shuffle.partitions"] = str(cores)
+        settings["spark.default.parallelism"] = str(cores)
+    if master.startswith("local"):
+        # Checkpoint logs and state-store changelogs on the local disk: write them
+        # through Hadoop's FileSystem (an atomic POSIX rename) instead of its
+        # FileContext. Measured here per micro-batch: offset + commit log 89 -> 32 ms,
+        # a keyed step's state commit 151 -> 11 ms. (Hadoop's raw local FS, without
+        # .crc files, would save more but RocksDB's state store refuses it.)
+        settings["spark.sql.streaming.checkpointFileManagerClass"] = (
+            "org.apache.spark.sql.execution.streaming.checkpointing."
+            "FileSystemBasedCheckpointFileManager"
+        )
+    return settings
+
+
 SESSION_SQL_SETTINGS = {
     "spark.sql.streaming.stateStore.providerClass": (
         "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -252,49 +285,16 @@ def get_session(
         check_pyspark()
 
         wanted = wanted_parallelism(parallelism)
-        cores = wanted or _cores(master)
+        cores = wanted or local_cores(master)
         log_config = f"-Dlog4j2.configurationFile=file:{_log_config(verbose)}"
-        java_opts = " ".join((log_config, *JVM_FLAGS))
-        settings = {
-            "spark.ui.enabled": os.environ.get("FLOWSPARK_UI", "false"),
-            "spark.ui.showConsoleProgress": "false",
-            "spark.driver.extraJavaOptions": java_opts,
-            "spark.executor.extraJavaOptions": java_opts,
-            "spark.driver.maxResultSize": "4g",
-            "spark.sql.streaming.stateStore.providerClass": (
-                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-            ),
-            "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
-            "spark.sql.execution.arrow.pyspark.enabled": "true",
-            "spark.python.worker.reuse": "true",
-            "spark.sql.session.timeZone": "UTC",
-            **NO_CODEGEN,
-            # Small state-store maintenance passes, often (see the module's docstring).
-            "spark.sql.streaming.stateStore.maintenanceInterval": "10s",
-        }
-        if cores is not None:
-            settings["spark.sql.shuffle.partitions"] = str(cores)
-            settings["spark.default.parallelism"] = str(cores)
+        settings = engine_settings(master, cores, " ".join((log_config, *JVM_FLAGS)))
+        settings["spark.ui.enabled"] = os.environ.get("FLOWSPARK_UI", "false")
+        settings["spark.ui.showConsoleProgress"] = "false"
         # The driver's JVM (also on a cluster: flowspark's driver runs here, client
         # mode) holds a micro-batch's in-memory input parts and what the sinks collect.
         settings["spark.driver.memory"] = os.environ.get("FLOWSPARK_DRIVER_MEMORY", "4g")
-        # A task carries its input part's items when they were read on the driver
-        # (in-memory and bytewax-style inputs): 10 M short lines are ~160 MB, more
-        # than Spark's 128 MB default for one message to an executor.
-        settings["spark.rpc.message.maxSize"] = "1024"
         if "FLOWSPARK_EXECUTOR_MEMORY" in os.environ:
             settings["spark.executor.memory"] = os.environ["FLOWSPARK_EXECUTOR_MEMORY"]
-        if master.startswith("local"):
-            # Checkpoint logs and state-store changelogs on the local disk: write them
-            # through Hadoop's FileSystem (an atomic POSIX rename) instead of its
-            # FileContext. Measured here per micro-batch: offset + commit log
-            # 89 -> 32 ms, a keyed step's state commit 151 -> 11 ms. (Hadoop's raw
-            # local FS, without .crc files, would save more but RocksDB's state
-            # store refuses it.)
-            settings["spark.sql.streaming.checkpointFileManagerClass"] = (
-                "org.apache.spark.sql.execution.streaming.checkpointing."
-                "FileSystemBasedCheckpointFileManager"
-            )
         settings.update(conf or {})
         builder = SparkSession.builder.master(master).appName("flowspark")
         for key, value in settings.items():
