@@ -96,3 +96,55 @@ def kill_mid_run_then_restart(
     duplicates = [line for line, n in Counter(lines).items() if n > 1]
     assert not duplicates, f"{len(duplicates)} lines written twice, e.g. {duplicates[:3]}"
     return lines
+
+
+# A keyed event-time window flow whose steps reach the user's module ``helpers``
+# (beside the flow file) through a global name; ``{out}``: its file output.
+WINDOW_HELPERS = """
+from datetime import datetime, timedelta, timezone
+
+BASE = datetime(2024, 1, 1, tzinfo=timezone.utc)
+
+
+def event_time(i):
+    return BASE + timedelta(seconds=i)
+
+
+def weight(i):
+    return i * i
+"""
+
+WINDOW_PARTS = {"a": (600, 0.03), "b": (200, 0.09)}  # 18 s of input each
+
+WINDOW_FLOW = """
+from datetime import timedelta
+
+import helpers  # the user's module beside the flow: workers get it shipped
+from flowspark.connectors.files import FileOutput
+from flowspark.dataflow import Dataflow
+from flowspark.window import EventClockConfig, TumblingWindow
+
+flow = Dataflow()
+flow.input("live", PacedInput())
+# Windows wait an hour of system time: they close when the input ends, never early
+# (a worker lost stalls the run for seconds, which a shorter wait would turn into
+# late items, as on bytewax).
+clock = EventClockConfig(
+    lambda i: helpers.event_time(i), wait_for_system_duration=timedelta(hours=1)
+)
+window = TumblingWindow(length=timedelta(seconds=10), align_to=helpers.BASE)
+flow.fold_window("sum", clock, window, lambda: 0, lambda acc, i: acc + helpers.weight(i))
+flow.map(lambda kv: f"{{kv[0]}} {{kv[1]}}")
+flow.output("out", FileOutput({out!r}))
+"""
+
+
+def expected_window_sums() -> list[str]:
+    """What ``WINDOW_FLOW`` writes for ``WINDOW_PARTS``: each part's 10 s sums."""
+    lines = []
+    for part, (n, _) in WINDOW_PARTS.items():
+        sums: dict[int, int] = {}
+        for i in range(1, n + 1):
+            sums[i // 10] = sums.get(i // 10, 0) + i * i
+        lines += [f"{part} {total}" for total in sums.values()]
+    return lines

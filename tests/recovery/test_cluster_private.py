@@ -31,7 +31,14 @@ import pytest
 
 from flowspark.engine.cluster import ClusterInfo, start_cluster, start_worker, stop_cluster
 from tests.http_clients import free_port
-from tests.recovery.cli_runs import PACED_INPUT, output_lines
+from tests.recovery.cli_runs import (
+    PACED_INPUT,
+    WINDOW_FLOW,
+    WINDOW_HELPERS,
+    WINDOW_PARTS,
+    expected_window_sums,
+    output_lines,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -175,45 +182,6 @@ def test_the_numaflow_example_on_workers_that_share_only_one_directory(
     assert out.strip() and sorted(out.splitlines()) == sorted(local_out.splitlines())
 
 
-HELPERS = """
-from datetime import datetime, timedelta, timezone
-
-BASE = datetime(2024, 1, 1, tzinfo=timezone.utc)
-
-
-def event_time(i):
-    return BASE + timedelta(seconds=i)
-
-
-def weight(i):
-    return i * i
-"""
-
-PARTS = {"a": (600, 0.03), "b": (200, 0.09)}  # 18 s of input each
-
-WINDOW_FLOW = """
-from datetime import timedelta
-
-import helpers  # the user's module beside the flow: workers get it shipped
-from flowspark.connectors.files import FileOutput
-from flowspark.dataflow import Dataflow
-from flowspark.window import EventClockConfig, TumblingWindow
-
-flow = Dataflow()
-flow.input("live", PacedInput())
-# Windows wait an hour of system time: they close when the input ends, never early
-# (a worker lost stalls the run for seconds, which a shorter wait would turn into
-# late items, as on bytewax).
-clock = EventClockConfig(
-    lambda i: helpers.event_time(i), wait_for_system_duration=timedelta(hours=1)
-)
-window = TumblingWindow(length=timedelta(seconds=10), align_to=helpers.BASE)
-flow.fold_window("sum", clock, window, lambda: 0, lambda acc, i: acc + helpers.weight(i))
-flow.map(lambda kv: f"{{kv[0]}} {{kv[1]}}")
-flow.output("out", FileOutput({out!r}))
-"""
-
-
 def _count(directory: Path) -> int:
     """Files (not ``.crc``) in a checkpoint log directory: its micro-batches."""
     if not directory.exists():
@@ -221,25 +189,15 @@ def _count(directory: Path) -> int:
     return sum(not p.name.startswith(".") for p in directory.iterdir())
 
 
-def _expected_sums() -> list[str]:
-    lines = []
-    for part, (n, _) in PARTS.items():
-        sums: dict[int, int] = {}
-        for i in range(1, n + 1):
-            sums[i // 10] = sums.get(i // 10, 0) + i * i
-        lines += [f"{part} {total}" for total in sums.values()]
-    return lines
-
-
 def test_a_worker_killed_mid_run_loses_nothing_and_duplicates_nothing(
     cluster: PrivateCluster, tmp_path: Path
 ):
     project = tmp_path / "project"  # on the driver only: hidden from the workers
     project.mkdir()
-    (project / "helpers.py").write_text(HELPERS)
+    (project / "helpers.py").write_text(WINDOW_HELPERS)
     out = cluster.shared / "sums.txt"
     (project / "flow.py").write_text(
-        f"PARTS = {PARTS!r}\n" + PACED_INPUT + WINDOW_FLOW.format(out=str(out))
+        f"PARTS = {WINDOW_PARTS!r}\n" + PACED_INPUT + WINDOW_FLOW.format(out=str(out))
     )
     recovery = cluster.shared / "recovery"
     args = ("-r", str(recovery), "--shared-recovery")
@@ -263,7 +221,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_duplicates_nothing(
     lines = output_lines(out)
     duplicates = [line for line, n in Counter(lines).items() if n > 1]
     assert not duplicates, f"{len(duplicates)} lines written twice, e.g. {duplicates[:3]}"
-    assert sorted(lines) == sorted(_expected_sums())
+    assert sorted(lines) == sorted(expected_window_sums())
 
 
 S3_FLOW = """

@@ -1,20 +1,34 @@
 """Spark Connect: flows run on a Connect server started from the pip package
 (``python -m flowspark.cluster connect-start``), with their outputs written in the
-client: the quickstart and the Numaflow example give the local run's output, a
-keyed live flow with recovery loses nothing and duplicates nothing through a
-SIGKILL of the client, and a step's error keeps its type in the client."""
+client: the quickstart and the Numaflow example give the local run's output; a
+keyed live flow and a keyed event-time window flow whose steps reach a helper
+module (shipped to the server as an artifact) lose nothing and duplicate nothing
+through a SIGKILL of the client; a step's error keeps its type in the client."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from flowspark.engine.cluster import start_connect_server, stop_connect_server
 from tests.http_clients import free_port
-from tests.recovery.cli_runs import PACED_INPUT, kill_mid_run_then_restart
+from tests.recovery.cli_runs import (
+    PACED_INPUT,
+    WINDOW_FLOW,
+    WINDOW_HELPERS,
+    WINDOW_PARTS,
+    expected_window_sums,
+    kill_mid_run_then_restart,
+    output_lines,
+    start_cli,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -81,6 +95,42 @@ def test_a_keyed_live_flow_survives_a_killed_client_exactly_once(server, tmp_pat
         "--remote", server, "--shared-recovery",
     )  # fmt: skip
     assert sorted(lines) == sorted(expected)
+
+
+def test_a_window_flow_with_a_helper_module_survives_a_killed_client(server, tmp_path: Path):
+    """The flow's steps reach ``helpers`` (beside the flow, on no path of the
+    server's) through a global: it ships as a Connect artifact. SIGKILL the client
+    a few micro-batches in (every window still open), run it again: exact sums."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "helpers.py").write_text(WINDOW_HELPERS)
+    out = tmp_path / "sums.txt"
+    flow_file = project / "flow.py"
+    flow_file.write_text(
+        f"PARTS = {WINDOW_PARTS!r}\n" + PACED_INPUT + WINDOW_FLOW.format(out=str(out))
+    )
+    recovery = tmp_path / "recovery"
+    args = ("--remote", server, "--shared-recovery")
+    run = start_cli(flow_file, recovery, *args)
+    deadline = time.monotonic() + 240
+    while _committed(recovery) < 3 and run.poll() is None:
+        assert time.monotonic() < deadline, "the flow made no progress"
+        time.sleep(0.05)
+    assert run.poll() is None, run.communicate()[1].decode()[-3000:]
+    os.killpg(run.pid, signal.SIGKILL)
+    run.wait()
+    assert output_lines(out) == []  # killed mid-run: every window still open
+    run = start_cli(flow_file, recovery, *args)
+    _, err = run.communicate(timeout=300)
+    assert run.returncode == 0, err.decode()[-3000:]
+    lines = output_lines(out)
+    assert not [line for line, n in Counter(lines).items() if n > 1]
+    assert sorted(lines) == sorted(expected_window_sums())
+
+
+def _committed(recovery: Path) -> int:
+    commits = recovery / "commits"
+    return sum(not p.name.startswith(".") for p in commits.iterdir()) if commits.exists() else 0
 
 
 ERROR_SCRIPT = """

@@ -80,13 +80,19 @@ def ship_user_modules(spark: object, folder: Path) -> list[str]:
     roots = user_module_roots()
     if not roots:
         return []
-    archive = str(_zip(roots, folder))
     from flowspark.engine.compat import is_connect
 
-    if is_connect(spark):  # Spark Connect: an artifact of this client's session
-        spark.addArtifacts(archive, pyfile=True)  # type: ignore[attr-defined]
+    if is_connect(spark):
+        # Spark Connect: the session's artifacts did not reach every Python process
+        # of a streaming query (a window step's global module was not importable on
+        # the server), so the modules travel inside the pickled steps instead.
+        import cloudpickle
+
+        for name, module in list(sys.modules.items()):
+            if module is not None and name.split(".")[0] in roots:
+                cloudpickle.register_pickle_by_value(module)
     else:
-        spark.sparkContext.addPyFile(archive)  # type: ignore[attr-defined]
+        spark.sparkContext.addPyFile(str(_zip(roots, folder)))  # type: ignore[attr-defined]
     return sorted(roots)
 
 
