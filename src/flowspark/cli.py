@@ -307,6 +307,18 @@ def _show_ui(args: argparse.Namespace) -> None:
     print(spark_ui_line(spark), file=sys.stderr, flush=True)
 
 
+def _user_traceback(error: BaseException) -> str:
+    """The failing step's traceback, the user's frames only: the worker's (a note on
+    the error) or, for a step that ran in this process, its own."""
+    from flowspark.runtime.errors import WORKER_TRACEBACK
+    from flowspark.runtime.user_traceback import capture, render
+
+    for note in getattr(error, "__notes__", None) or []:
+        if isinstance(note, str) and note.startswith(WORKER_TRACEBACK):
+            return note[len(WORKER_TRACEBACK) :]
+    return render(capture(error))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
     args = _parser().parse_args(argv)
@@ -349,17 +361,17 @@ def main(argv: list[str] | None = None) -> int:
         print("flowspark: stopped (Ctrl-C)", file=sys.stderr)
         return 130
     except StepError as exc:
-        import traceback
-
-        cause = exc.__cause__
-        if cause is not None:
-            traceback.print_exception(cause, file=sys.stderr, chain=False)
+        print(_user_traceback(exc.__cause__ or exc), file=sys.stderr)
         print(f"flowspark: {exc}", file=sys.stderr)
         return 1
     except (ValueError, TypeError) as exc:
         if getattr(exc, "step_id", None) is not None:  # a step's error, kept as is
-            print(f"flowspark: {''.join(getattr(exc, '__notes__', []))}", file=sys.stderr)
-            print(f"flowspark: {type(exc).__name__}: {exc}", file=sys.stderr)
+            print(_user_traceback(exc), file=sys.stderr)
+            from flowspark.runtime.errors import WORKER_TRACEBACK
+
+            for note in getattr(exc, "__notes__", None) or []:
+                if isinstance(note, str) and not note.startswith(WORKER_TRACEBACK):
+                    print(f"flowspark: {note}", file=sys.stderr)
             return 1
         print(f"flowspark: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2

@@ -179,3 +179,60 @@ def test_factory_with_a_bad_attribute_exits_with_a_message(tmp_path: Path):
     assert proc.returncode != 0
     assert "has no attribute 'nothing'" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+FAILING_FLOW = """\
+from flowspark.connectors.stdio import StdOutput
+from flowspark.dataflow import Dataflow
+from flowspark.testing import TestingInput
+
+import helpers
+
+
+def shout(s):
+    return s.upper()
+
+
+def build(stateful):
+    flow = Dataflow()
+    flow.input("inp", TestingInput(["a", "b", 42, "c"]))
+    if stateful:
+        flow.map(lambda s: ("k", s))
+        flow.stateful_map("remember", lambda: None, helpers.remember)
+    else:
+        flow.map(shout)
+    flow.output("out", StdOutput())
+    return flow
+"""
+
+HELPERS = """\
+def remember(last, item):
+    return item, last + item
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stateful", [False, True], ids=["map-in-flow-file", "helper-module"])
+def test_a_failing_step_names_the_users_file_and_line(tmp_path: Path, stateful: bool):
+    (tmp_path / "flow.py").write_text(FAILING_FLOW)
+    (tmp_path / "helpers.py").write_text(HELPERS)
+    args = ["-r", str(tmp_path / "rec")] if stateful else ["--bounded"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "flowspark.run", f"flow:build({stateful})", *args,
+         "--master", "local[2]"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    err = proc.stderr
+    if stateful:
+        where = (
+            f'File "{tmp_path / "helpers.py"}", line 2, in remember\n    return item, last + item'
+        )
+        assert "TypeError: unsupported operand type(s) for +: 'NoneType' and 'str'" in err
+    else:
+        where = f'File "{tmp_path / "flow.py"}", line 9, in shout\n    return s.upper()'
+        assert "AttributeError: 'int' object has no attribute 'upper'" in err
+    assert where in err, err[-3000:]
+    assert "<dynamic-code>" not in err
+    assert "/flowspark/runtime/" not in err and "/flowspark/engine/" not in err  # none of ours
+    assert err.rstrip().splitlines()[-1].startswith("flowspark: step ")

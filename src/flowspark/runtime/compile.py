@@ -22,9 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import cloudpickle
-
 from flowspark.plan.graph import Plan
+from flowspark.runtime import pickling
 from flowspark.runtime.stage import StageProgram
 
 __all__ = ["CompiledFlow", "CompiledInput", "CompiledLevel", "compile_flow"]
@@ -88,20 +87,20 @@ def compile_flow(plan: Plan, key_partitions: int) -> CompiledFlow:
             entry=i,
             step_id=plan.step(i).step_id,
             input=plan.step(i).args["input"],
-            program=cloudpickle.dumps(StageProgram.for_level(plan, 0, [i], key_partitions)),
+            program=pickling.dumps(StageProgram.for_level(plan, 0, [i], key_partitions)),
         )
         for i in plan.inputs
     ]
     levels = []
     for level in range(1, plan.top_level + 1):
         entries = plan.entries(level)
-        program = cloudpickle.dumps(StageProgram.for_level(plan, level, entries, key_partitions))
+        program = pickling.dumps(StageProgram.for_level(plan, level, entries, key_partitions))
         keyed = [i for i in entries if plan.step(i).operator.family == "keyed"]
         if keyed:
             logics = {i: logic_for(plan.step(i), vertex_clock=event_time) for i in keyed}
             uses_wal = any(logic.uses_wal for logic in logics.values())
             compiled = CompiledLevel(
-                level, frozenset(entries), program, cloudpickle.dumps(logics), uses_wal
+                level, frozenset(entries), program, pickling.dumps(logics), uses_wal
             )
         else:
             compiled = CompiledLevel(level, frozenset(entries), program)

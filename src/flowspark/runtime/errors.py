@@ -43,12 +43,13 @@ import base64
 import contextlib
 import re
 import threading
-import traceback
 import types
 from dataclasses import dataclass
 from typing import Any
 
 import cloudpickle
+
+from flowspark.runtime.user_traceback import Part, capture, render
 
 __all__ = [
     "StepError",
@@ -66,6 +67,8 @@ REPR_LIMIT = 200
 MESSAGE_LIMIT = 2_000
 TRACEBACK_LIMIT = 20_000
 PICKLE_LIMIT = MESSAGE_LIMIT * 4  # a huge exception would bloat Spark's error text
+# Begins the note that carries the worker's traceback (the user's frames only).
+WORKER_TRACEBACK = "Traceback in the Spark worker:\n"
 _ATTRIBUTES = ("step_id", "function", "item")
 # Set on an instance by BaseException itself; never copied from the original.
 _OWN = frozenset(vars(BaseException)) | frozenset(vars(object)) | {"__dict__", "__weakref__"}
@@ -295,7 +298,7 @@ class _Failure:
     item: str
     error_type: str
     error_message: str
-    remote_traceback: str
+    worker_traceback: tuple[Part, ...]  # the user's frames (see user_traceback)
     pickled_error: bytes | None  # the exception, when it survives a pickle round trip
     pickled_state: bytes | None  # else its _State
 
@@ -363,7 +366,7 @@ def step_failure(step_id: str, fn: Any, item: Any, exc: BaseException) -> Remote
         item=short_repr(item),
         error_type=type(exc).__name__,
         error_message=message,
-        remote_traceback=_cut("".join(traceback.format_exception(exc)), TRACEBACK_LIMIT),
+        worker_traceback=capture(exc),
         pickled_error=pickled,
         pickled_state=state,
     )
@@ -400,5 +403,6 @@ def find_step_error(text: str) -> BaseException | None:
     error = _combine(failure.step_id, failure.function, failure.item, error_text, original)
     # On the original (the cause, or the error itself if not wrapped), not on both.
     where = error.__cause__ if error.__cause__ is not None else error
-    _add_note(where, "Traceback in the Spark worker:\n" + failure.remote_traceback.rstrip())
+    text = _cut(render(failure.worker_traceback), TRACEBACK_LIMIT)
+    _add_note(where, WORKER_TRACEBACK + text)
     return error
