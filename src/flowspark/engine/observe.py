@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -72,6 +72,9 @@ class BatchProgress:
     spark: dict[str, Any] | None = None
     backlog: dict[str, int] = field(default_factory=dict)
     share_read: dict[str, float] = field(default_factory=dict)
+    # Per Numaflow keyed step, from its handler hosts: open_handlers, rebuilds (since
+    # the run started), wal_datums (retained) and outbound_watermark_ms.
+    handlers: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 @runtime_checkable
@@ -163,6 +166,8 @@ def batch_figures(
         steps.setdefault(step_id, {})["backlog"] = count
     for step_id, share in progress.share_read.items():
         steps.setdefault(step_id, {})["read"] = share
+    for step_id, handlers in progress.handlers.items():
+        steps.setdefault(step_id, {}).update(handlers)
     return {
         "batch": progress.batch_id,
         "streamed": progress.streamed,
@@ -237,9 +242,15 @@ class ProgressHub:
     reports once, through :meth:`job_done`.
     """
 
-    def __init__(self, listeners: Sequence[RunListener], streamed: bool) -> None:
+    def __init__(
+        self,
+        listeners: Sequence[RunListener],
+        streamed: bool,
+        handler_figures: Callable[[], dict[str, dict[str, int]]] | None = None,
+    ) -> None:
         self.listeners = list(listeners)
         self.streamed = streamed
+        self.handler_figures = handler_figures
         self._written: dict[int, tuple[dict[str, int], dict[str, int], dict[str, int]]] = {}
         self._lock = threading.Lock()
         self._started = time.perf_counter()
@@ -278,6 +289,7 @@ class ProgressHub:
                 spark=spark,
                 backlog=_end_offset_figures(spark, "backlog", int),
                 share_read=_end_offset_figures(spark, "read", float),
+                handlers=self.handler_figures() if self.handler_figures else {},
             )
         )
 

@@ -380,7 +380,8 @@ def _execute(
         listeners += [s for s in services if isinstance(s, RunListener)]
         if os.environ.get("FLOWSPARK_PROGRESS_LOG"):
             listeners.append(ProgressLog(os.environ["FLOWSPARK_PROGRESS_LOG"]))
-        hub = ProgressHub(listeners, streamed)
+        figures = _handler_figures(compiled) if _local(spark) else None
+        hub = ProgressHub(listeners, streamed, figures)
         dispatcher = BatchDispatcher(compiled.plan, checkpoint.child("flowspark-sinks"), hub)
         connections = callback_connections()
         try:
@@ -399,9 +400,47 @@ def _execute(
         finally:
             dispatcher.close()
             close_callback_connections(connections)
+            if _local(spark):
+                _stop_handler_hosts(compiled)
         if dispatcher.error is not None:
             raise dispatcher.error
         return builder.report
+
+
+def _handler_figures(compiled: CompiledFlow) -> Any:
+    """A function giving, per Numaflow keyed step, its handler hosts' figures summed
+    (hosts on this machine; ``None`` when the flow has no such step)."""
+    from flowspark.runtime.handler_host import host_stats
+
+    runs = [run_id for level in compiled.levels for run_id in level.host_runs]
+    if not runs:
+        return None
+
+    def figures() -> dict[str, dict[str, int]]:
+        total: dict[str, dict[str, int]] = {}
+        for run_id in runs:
+            for host in host_stats(run_id, compiled.key_partitions):
+                for step_id, figure in host.items():
+                    step = total.setdefault(step_id, {"handler_hosts": 0})
+                    step["handler_hosts"] += 1
+                    for name in ("open_handlers", "rebuilds", "wal_datums"):
+                        step[name] = step.get(name, 0) + figure[name]
+                    mark = figure["outbound_watermark_ms"]
+                    if mark >= 0:
+                        seen = step.get("outbound_watermark_ms")
+                        step["outbound_watermark_ms"] = mark if seen is None else min(seen, mark)
+        return total
+
+    return figures
+
+
+def _stop_handler_hosts(compiled: CompiledFlow) -> None:
+    """Stop the resident handler hosts of the run's Numaflow steps on this machine."""
+    from flowspark.runtime.handler_host import stop_hosts
+
+    for level in compiled.levels:
+        for run_id in level.host_runs:
+            stop_hosts(run_id, compiled.key_partitions)
 
 
 def _keyed_stream_level(df: Any, processor: Any, first: bool) -> Any:

@@ -97,6 +97,12 @@ class LevelProcessor(StatefulProcessor):
         self.logics = pickle.loads(self.logics_bytes)
         self.ctx = task_context()
         self.emitted_chunks = 0
+        if self.uses_wal:
+            from flowspark.runtime.handler_host import HostHandlers
+
+            for logic in self.logics.values():
+                if getattr(logic, "use_host", False):  # handlers stay in the partition's host
+                    logic.handlers = HostHandlers(logic.run_id, self.ctx.worker)
 
     # -- Spark hooks -------------------------------------------------------------
 
@@ -272,6 +278,10 @@ class LevelProcessor(StatefulProcessor):
 
         port = int(composite.split(BUCKET_SEPARATOR, 1)[0])
         logic = self.logics[port]
+        if logic.uses_wal:  # nothing outlives this call: the handlers stay in this process
+            from flowspark.runtime.udf_keyed import local_handlers
+
+            logic.handlers = local_handlers()
         # Values stay encoded until their key's turn: one key's values in memory at once.
         by_key = keys_in_rows(datas)
         total, text = Outcome(None), b""

@@ -43,13 +43,15 @@ class CompiledInput:
 class CompiledLevel:
     """One level after an exchange: the steps rows enter it at (``entries``), its
     fused program, and when it starts with keyed steps their pickled logics (by
-    plan index) and whether any keeps a write-ahead log."""
+    plan index) and whether any keeps a write-ahead log; ``host_runs`` are the run
+    ids of its steps whose handlers live in resident hosts (stopped as the run ends)."""
 
     level: int
     entries: frozenset[int]
     program: bytes
     logics: bytes | None = None
     uses_wal: bool = False
+    host_runs: tuple[str, ...] = ()
 
     @property
     def keyed(self) -> bool:
@@ -99,8 +101,11 @@ def compile_flow(plan: Plan, key_partitions: int) -> CompiledFlow:
         if keyed:
             logics = {i: logic_for(plan.step(i), vertex_clock=event_time) for i in keyed}
             uses_wal = any(logic.uses_wal for logic in logics.values())
+            hosts = tuple(
+                logic.run_id for logic in logics.values() if getattr(logic, "use_host", False)
+            )
             compiled = CompiledLevel(
-                level, frozenset(entries), program, pickling.dumps(logics), uses_wal
+                level, frozenset(entries), program, pickling.dumps(logics), uses_wal, hosts
             )
         else:
             compiled = CompiledLevel(level, frozenset(entries), program)

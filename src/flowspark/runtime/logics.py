@@ -21,7 +21,12 @@ from typing import Any
 
 from flowspark.runtime.keyed import KeyedLogic
 from flowspark.runtime.stateful import BatchLogic, ReduceLogic, StatefulMapLogic, WindowLogic
-from flowspark.runtime.udf_keyed import REBUILD_ENV, AccumulateLogic, ReduceStreamLogic
+from flowspark.runtime.udf_keyed import (
+    HOST_ENV,
+    REBUILD_ENV,
+    AccumulateLogic,
+    ReduceStreamLogic,
+)
 from flowspark.runtime.windowing import NUMAFLOW, build_clock, build_windower
 
 __all__ = ["BUILDERS", "logic_for"]
@@ -56,6 +61,10 @@ def _force_rebuild() -> bool:
     return os.environ.get(REBUILD_ENV, "") not in ("", "0")
 
 
+def _use_host() -> bool:
+    return os.environ.get(HOST_ENV, "1") not in ("", "0")
+
+
 def _accumulate(step: Any, vertex_clock: bool) -> KeyedLogic:
     args = step.args
     return AccumulateLogic(
@@ -65,6 +74,7 @@ def _accumulate(step: Any, vertex_clock: bool) -> KeyedLogic:
         args["watermark_delay"],
         _force_rebuild(),
         vertex_clock=vertex_clock,
+        use_host=_use_host(),
     )
 
 
@@ -78,6 +88,7 @@ def _reduce_stream(step: Any, vertex_clock: bool) -> KeyedLogic:
         args["watermark_delay"],
         _force_rebuild(),
         vertex_clock=vertex_clock,
+        use_host=_use_host(),
     )
 
 

@@ -3,23 +3,26 @@
 A stream handler is a coroutine that lives across micro-batches (see
 :class:`~flowspark.runtime.udf_run.HandlerRun`); it cannot be pickled into
 Spark state. So Spark state keeps, per key, the clock, and per live handler a
-*handle* ``(gen, fed)`` — which incarnation, how many datums it has seen — and
-a write-ahead log (WAL) of every datum fed to handlers that are still open.
-The running handler itself stays in this Python process's registry. When the
-handler found there does not match the handle (a restart, a retried batch, a
-task that landed on another Python worker), it is rebuilt: a fresh handler is
-fed the WAL batch by batch, and what it puts during the replay is dropped,
-since those outputs were emitted before. A handler of the same incarnation that
-is only behind (the key's last batches ran in the other pooled Python worker) is
-fed just the datums it missed. The result is the same as if the handler had
-never stopped — for handlers that are deterministic in their datums, which is
-what Numaflow's own WAL replay assumes too.
+*handle* ``(gen, fed, emitted)`` and a write-ahead log (WAL) of the datums fed
+to it that are still retained; the handler itself lives in a registry
+(:mod:`flowspark.runtime.handlers`): in a Spark task, the resident host of the
+step's partition (:mod:`flowspark.runtime.handler_host`), where it stays for as
+long as the run lives. It is rebuilt from the WAL only after a real loss.
+
+WAL retention follows Numaflow's accumulator: a datum is kept until the
+*outbound watermark* (the latest watermark carried by what the key's handler put)
+passes its event time. A busy key's WAL so holds about the watermark delay's
+worth of datums, not its whole history. After a restart the handler is rebuilt
+from what is retained: datums older than the outbound watermark are not replayed
+(Numaflow: "for data older than Outbound(Watermark) - 1, users need to bring in
+an external store"). A reduce-stream window's datums go when the window closes.
 
 Time: one clock per key (:class:`KeyClock`): the watermark is the key's latest
 event time minus ``watermark_delay``; a key without datums for a while (the
 accumulator's timeout, a reduce window's length) is *idle* and its open streams
 end, as Numaflow's idle-source rule would move the watermark; the end of a
-bounded input ends everything.
+bounded input ends everything. A flow on a source watermark uses
+:class:`VertexClock`: one watermark for all keys.
 
 >>> from datetime import datetime, timedelta, timezone
 >>> from flowspark.api.udf.types import Datum
@@ -41,14 +44,15 @@ bounded input ends everything.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from flowspark.api.udf.times import to_ms, utc_from_ms
 from flowspark.api.udf.types import AccumulatorMessage, Datum, IntervalWindow, Metadata
-from flowspark.runtime.codec import decode_items, encode_items
+from flowspark.runtime.codec import encode_items
 from flowspark.runtime.errors import RemoteStepFailure, short_repr, step_failure
+from flowspark.runtime.handlers import Fed, Handle, HandlerRegistry, LocalHandlers, Replay
 from flowspark.runtime.keyed import HandlerFactory, KeyedCall, KeyedLogic, Outcome, Wal
 from flowspark.runtime.messages import message_parts
 from flowspark.runtime.udf_run import HandlerRun
@@ -65,7 +69,9 @@ __all__ = [
     "AccumulateLogic",
     "ReduceStreamLogic",
     "MemoryWal",
+    "WalIndex",
     "live_handlers",
+    "local_handlers",
     "KeyedDatum",
     "REBUILD_ENV",
 ]
@@ -73,18 +79,39 @@ __all__ = [
 # Set to "1" to rebuild every Numaflow handler from its WAL on every micro-batch
 # (read when a run's logics are built): the replay path then runs all the time, for tests.
 REBUILD_ENV = "FLOWSPARK_UDF_REBUILD"
+# Set to "0" to keep a Spark task's handlers in its Python worker instead of a
+# resident host (each task that lands on another worker then rebuilds them).
+HOST_ENV = "FLOWSPARK_HANDLER_HOST"
 
 _MS = timedelta(milliseconds=1)
-# The run each step's handlers in _LIVE belong to.
-_CURRENT_RUNS: dict[str, str] = {}
 
-# Live handlers of this process: (run id, step id, key, window) -> HandlerRun.
-_LIVE: dict[tuple[str, str, str, Any], HandlerRun] = {}
+# Handlers kept in this process (logics that no Spark task gave a host).
+_LOCAL = LocalHandlers()
+
+
+def local_handlers() -> LocalHandlers:
+    """This process's registry of handlers (for tests and diagnostics)."""
+    return _LOCAL
 
 
 def live_handlers() -> dict[tuple[str, str, str, Any], HandlerRun]:
-    """This process's registry of live handlers (for tests and diagnostics)."""
-    return _LIVE
+    """This process's live handlers: (run id, step id, key, window) -> handler."""
+    return _LOCAL.live
+
+
+class WalIndex(NamedTuple):
+    """What an accumulator key's state knows of its WAL, so it can trim it unread:
+    ``trimmed`` datums of the open stream are no longer in it; ``entries`` has
+    ``(latest event ms, datums)`` for each entry it holds; ``out_wm`` is the
+    outbound watermark, the latest watermark of the messages the handler put."""
+
+    trimmed: int = 0
+    entries: tuple[tuple[int, int], ...] = ()
+    out_wm: int = MIN_MS
+
+    def retained(self) -> int:
+        """Datums the WAL holds."""
+        return sum(count for _, count in self.entries)
 
 
 class MemoryWal:
@@ -207,8 +234,10 @@ class _UdfLogic(KeyedLogic):
         idle: timedelta,
         force_rebuild: bool = False,
         vertex_clock: bool = False,
+        use_host: bool = False,
     ) -> None:
         self.step_id = step_id
+        self.use_host = use_host
         self.factory = factory
         self.vertex_clock = vertex_clock
         self.clock: KeyClock = (
@@ -216,6 +245,16 @@ class _UdfLogic(KeyedLogic):
         )
         self.force_rebuild = force_rebuild
         self.run_id = uuid.uuid4().hex  # one per run: a new run never finds old handlers
+        self.handlers: HandlerRegistry = _LOCAL
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("handlers", None)  # where a task keeps handlers is the task's choice
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.handlers = _LOCAL
 
     def _wal(self, call: KeyedCall) -> Wal:
         """The key's write-ahead log, which these logics cannot do without."""
@@ -262,81 +301,34 @@ class _UdfLogic(KeyedLogic):
                 latest = top
         return self.clock.advance(clock_state, per_upstream, now), latest
 
-    # -- the handler registry ----------------------------------------------------------
+    # -- the handlers (see flowspark.runtime.handlers) ------------------------------------
 
     def _start(self, key: str, window: Any) -> HandlerRun:
         raise NotImplementedError
 
-    def _open(self, key: str, window: Any) -> HandlerRun:
-        if self.step_id not in _CURRENT_RUNS or _CURRENT_RUNS[self.step_id] != self.run_id:
-            # This step's handlers from an earlier run in this process can never match.
-            _CURRENT_RUNS[self.step_id] = self.run_id
-            for stale in [k for k in _LIVE if k[1] == self.step_id and k[0] != self.run_id]:
-                _LIVE.pop(stale).close()
-        try:
-            run = self._start(key, window)
-        except Exception as exc:
-            raise step_failure(self.step_id, self.factory, KeyedDatum(key, None), exc) from None
-        _LIVE[(self.run_id, self.step_id, key, window)] = run
-        return run
+    def _feed(
+        self,
+        key: str,
+        window: Any,
+        handle: Handle | None,
+        datums: list[Any],
+        encoded: bytes,
+        replay: Replay,
+        figures: tuple[int, int] | None = None,
+    ) -> Fed:
+        """Feed ``datums`` to the key's handler (``handle`` ``None``: a new one);
+        ``figures``: the key's WAL datums and outbound watermark, for progress."""
+        return self.handlers.feed(self, key, window, handle, datums, encoded, replay, figures)
 
-    def _attach(
-        self, key: str, window: Any, handle: tuple[str, int], replay: Callable[[], list]
-    ) -> HandlerRun:
-        """The live handler matching ``handle``, else one rebuilt from ``replay()``
-        (the WAL's batches for it, read only when needed)."""
-        run = _LIVE.get((self.run_id, self.step_id, key, window))
-        if run is not None and not self.force_rebuild:
-            if (run.gen, run.fed) == handle:
-                return run
-            if run.gen == handle[0] and run.fed < handle[1]:
-                # The same incarnation, behind: the key's last batches ran in another
-                # Python worker. Feed it only the datums it missed (the WAL holds every
-                # datum of this incarnation, in order), not the whole history.
-                self._catch_up(run, key, replay(), run.fed)
-                if run.fed == handle[1]:
-                    return run
-        if run is not None:
-            run.close()
-        run = self._open(key, window)
-        run.gen = handle[0]  # the same incarnation, rebuilt: a twin elsewhere may catch up
-        self._catch_up(run, key, replay(), 0)
-        return run
+    def _end(self, key: str, window: Any, handle: Handle, replay: Replay) -> Fed:
+        """End the handler's stream; what it puts until it returns."""
+        return self.handlers.end(self, key, window, handle, replay)
 
-    def _catch_up(self, run: HandlerRun, key: str, batches: list[list[Any]], skip: int) -> None:
-        """Feed ``run`` the WAL's datums after the first ``skip``; what it puts was
-        emitted before (by this handler's twin in another process): dropped."""
-        for datums in batches:
-            if skip >= len(datums):
-                skip -= len(datums)
-                continue
-            self._feed(run, key, datums[skip:])
-            skip = 0
-
-    def _forget(self, key: str, window: Any) -> None:
-        run = _LIVE.pop((self.run_id, self.step_id, key, window), None)
-        if run is not None:
-            run.close()
-
-    def _feed(self, run: HandlerRun, key: str, datums: list[Any]) -> list[Any]:
-        """Feed ``datums`` to ``run``; a handler error names the step, key and datum."""
-        try:
-            return run.feed(datums)
-        except Exception as exc:
-            raise self._failure(run, key, exc) from None
-
-    def _end(self, run: HandlerRun, key: str) -> list[Any]:
-        """End ``run``'s stream and collect what it puts until it returns."""
-        try:
-            return run.end()
-        except Exception as exc:
-            raise self._failure(run, key, exc) from None
-
-    def _failure(self, run: HandlerRun, key: str, exc: Exception) -> Exception:
+    def _failure(self, key: str, datum: Any, exc: Exception) -> Exception:
+        """The error a task raises for a handler's ``exc``: the step, key and datum."""
         if isinstance(exc, RemoteStepFailure):
             return exc
-        item = KeyedDatum(key, run.datums.last)
-        return step_failure(self.step_id, self._handler_name(), item, exc)
+        return step_failure(self.step_id, self._handler_name(), KeyedDatum(key, datum), exc)
 
     def _handler_name(self) -> Any:
         return getattr(self.factory, "handler", self.factory)
@@ -364,8 +356,11 @@ class AccumulateLogic(_UdfLogic):
         force_rebuild: bool = False,
         *,
         vertex_clock: bool = False,
+        use_host: bool = False,
     ) -> None:
-        super().__init__(step_id, factory, watermark_delay, timeout, force_rebuild, vertex_clock)
+        super().__init__(
+            step_id, factory, watermark_delay, timeout, force_rebuild, vertex_clock, use_host
+        )
         self.timeout_ms = timeout // _MS
         self.windower = GlobalWindower(self.timeout_ms)
 
@@ -375,7 +370,7 @@ class AccumulateLogic(_UdfLogic):
 
     def on_values(self, call: KeyedCall) -> Outcome:
         key, state, values, now, wal = call.key, call.state, call.values, call.now, self._wal(call)
-        clock_state, handle, latest, streams = state if state is not None else (None, None, None, 0)
+        clock_state, handle, latest, streams, index = _accumulator_state(state)
         emitted: list[Any] = []
         # Datums that arrive with the end of the input (from an upstream keyed step's
         # last flush) are handled first, as any datums; then every stream ends.
@@ -384,43 +379,50 @@ class AccumulateLogic(_UdfLogic):
         wm = self.clock.watermark(clock_state, now)
         if handle is not None and self._timed_out(clock_state, latest, now):
             # The open stream timed out before this batch (its timer is yet to fire).
-            emitted += self._close(key, handle, wal, wm, streams)
+            emitted += self._close(key, handle, wal, index, wm, streams)
             handle = None
         if handle is None:
-            handle = (self._open(key, None).gen, 0)
             streams += 1
             wal.clear()
+            index = WalIndex()
         times = self._event_times(key, values)
         clock_state, latest = self._advance(clock_state, latest, times, now, call.origins)
         shown = _utc(wm)
         feed = [_rewatermark(datum, shown) for datum in values]
-        run = self._attach(key, None, handle, lambda: _decoded(wal.read()))
-        emitted += self._messages(key, self._feed(run, key, feed), run, wm, streams)
+        encoded = encode_items(feed)
+        figures = (index.retained(), index.out_wm)
+        fed = self._feed(key, None, handle, feed, encoded, _retained(wal, index), figures)
+        messages = self._messages(key, fed.messages, fed.base, wm, streams)
+        emitted += messages
+        handle = fed.handle
+        # The WAL holds every datum fed until the outbound watermark passes it.
+        wal.append(encoded)
+        index = index._replace(entries=(*index.entries, (max(times, default=MIN_MS), len(feed))))
         if ended:
-            emitted += self._close(key, (run.gen, run.fed), wal, MAX_MS, streams)
-            return self._outcome(clock_state, None, latest, streams, emitted)
-        wal.append(encode_items(feed))
-        return self._outcome(clock_state, (run.gen, run.fed), latest, streams, emitted)
+            emitted += self._close(key, handle, wal, index, MAX_MS, streams)
+            return self._outcome(clock_state, None, latest, streams, WalIndex(), emitted)
+        index = _trim(wal, index, _outbound(messages, index.out_wm))
+        return self._outcome(clock_state, handle, latest, streams, index, emitted)
 
     def on_timer(self, call: KeyedCall) -> Outcome:
         key, state, now = call.key, call.state, call.now
         if state is None:
             return Outcome(None)
-        clock_state, handle, latest, streams = state
+        clock_state, handle, latest, streams, index = _accumulator_state(state)
         if handle is None:
             return Outcome(state)
         wm = self.clock.watermark(clock_state, now)
         if self._timed_out(clock_state, latest, now):
-            emitted = self._close(key, handle, self._wal(call), wm, streams)
-            return self._outcome(clock_state, None, latest, streams, emitted)
-        return self._outcome(clock_state, handle, latest, streams, [])
+            emitted = self._close(key, handle, self._wal(call), index, wm, streams)
+            return self._outcome(clock_state, None, latest, streams, WalIndex(), emitted)
+        return self._outcome(clock_state, handle, latest, streams, index, [])
 
-    def _close(self, key: str, handle: Any, wal: Wal, wm: int, streams: int) -> list[Any]:
-        run = self._attach(key, None, handle, lambda: _decoded(wal.read()))
-        emitted = self._messages(key, self._end(run, key), run, wm, streams)
-        self._forget(key, None)
+    def _close(
+        self, key: str, handle: Handle, wal: Wal, index: WalIndex, wm: int, streams: int
+    ) -> list[Any]:
+        fed = self._end(key, None, handle, _retained(wal, index))
         wal.clear()
-        return emitted
+        return self._messages(key, fed.messages, fed.base, wm, streams)
 
     def _timed_out(self, clock_state: Any, latest: int, now: int) -> bool:
         """Whether the key's stream has ended: its watermark passed the close time of
@@ -431,24 +433,29 @@ class AccumulateLogic(_UdfLogic):
         return self.windower.close_at(window) < wm or self.clock.idle(clock_state, now)
 
     def _outcome(
-        self, clock_state: Any, handle: Any, latest: Any, streams: int, emitted: list
+        self,
+        clock_state: Any,
+        handle: Any,
+        latest: Any,
+        streams: int,
+        index: WalIndex,
+        emitted: list,
     ) -> Outcome:
         wake = None
         if handle is not None:
             wake = self.clock.idle_at(clock_state)
             if self.vertex_clock:  # the watermark passes the key's window close
                 wake = self.windower.close_at((MIN_MS, latest)) + 1
-        return Outcome((clock_state, handle, latest, streams), emitted, wake=wake)
+        return Outcome((clock_state, handle, latest, streams, index), emitted, wake=wake)
 
     def _messages(
-        self, key: str, messages: list[Any], run: HandlerRun, wm_ms: int, stream: int
+        self, key: str, messages: list[Any], base: int, wm_ms: int, stream: int
     ) -> list[Any]:
         """Accumulator messages become datums: their own times, else the watermark's."""
         if not messages:
             return []
         wm = _utc(wm_ms)
         out = []
-        base = run.emitted - len(messages)
         prefix = f"{self.step_id}-{':'.join(key_list(key))}-{stream}"
         for i, message in enumerate(messages):
             parts = message_parts(message, _NOT_A_MESSAGE)
@@ -509,9 +516,12 @@ class ReduceStreamLogic(_UdfLogic):
         force_rebuild: bool = False,
         *,
         vertex_clock: bool = False,
+        use_host: bool = False,
     ) -> None:
         idle = timedelta(milliseconds=windower.length) + allowed_lateness
-        super().__init__(step_id, factory, watermark_delay, idle, force_rebuild, vertex_clock)
+        super().__init__(
+            step_id, factory, watermark_delay, idle, force_rebuild, vertex_clock, use_host
+        )
         self.windower = windower
         self.lateness_ms = allowed_lateness // _MS
 
@@ -545,18 +555,19 @@ class ReduceStreamLogic(_UdfLogic):
             for window in self.windower.assign(t):
                 if self.windower.late(window, closed_before):
                     continue
-                if window not in handles:
-                    handles[window] = (self._open(key, window).gen, 0)
+                handles.setdefault(window, None)  # None: a window opened by this batch
                 if fed is None:
                     fed = _rewatermark(datum, shown)
                 feeds.setdefault(window, []).append(fed)
             if fed is None:
                 late.append(datum)
         for window, datums in sorted(feeds.items()):
-            run = self._attach(key, window, handles[window], _replay_of(wal, window))
-            emitted += self._messages(key, window, self._feed(run, key, datums), run)
-            handles[window] = (run.gen, run.fed)
-            wal.append((window, encode_items(datums)))
+            encoded = encode_items(datums)
+            replay = _window_of(wal, window)
+            done = self._feed(key, window, handles[window], datums, encoded, replay)
+            emitted += self._messages(key, window, done.messages, done.base)
+            handles[window] = done.handle
+            wal.append((window, encoded))
         after = self.clock.watermark(clock_state, end_of_input) - self.lateness_ms
         closed, floor = self._close_due(key, handles, wal, after, floor)
         return self._outcome(clock_state, handles, floor, emitted + closed, late)
@@ -587,9 +598,9 @@ class ReduceStreamLogic(_UdfLogic):
         emitted: list[Any] = []
         for window in due:
             handle = handles.pop(window)
-            run = self._attach(key, window, handle, lambda w=window: _entries_of(entries, w))
-            emitted += self._messages(key, window, self._end(run, key), run)
-            self._forget(key, window)
+            kept = [encoded for w, encoded in entries if w == window]
+            done = self._end(key, window, handle, lambda kept=kept: (0, kept))
+            emitted += self._messages(key, window, done.messages, done.base)
         wal.write([(w, d) for w, d in entries if w not in due])
         return emitted, max(floor, max(end for _, end in due))
 
@@ -606,13 +617,12 @@ class ReduceStreamLogic(_UdfLogic):
         return Outcome(state, emitted, late, wake)
 
     def _messages(
-        self, key: str, window: tuple[int, int], messages: list[Any], run: HandlerRun
+        self, key: str, window: tuple[int, int], messages: list[Any], base: int
     ) -> list[Any]:
         """Reduce-stream messages become datums timed at the window's end - 1 ms."""
         if not messages:
             return []
         at = _utc(window[1] - 1)
-        base = run.emitted - len(messages)
         prefix = f"{self.step_id}-{window[0]}-{window[1]}-{':'.join(key_list(key))}"
         out = []
         for i, message in enumerate(messages):
@@ -665,13 +675,44 @@ def _rewatermark(datum: Datum, watermark: Any) -> Datum:
     )
 
 
-def _decoded(entries: list[bytes]) -> list[list[Any]]:
-    return [list(decode_items(entry)) for entry in entries]
+def _accumulator_state(state: Any) -> tuple[Any, Any, Any, int, WalIndex]:
+    """``(clock, handle, latest event ms, streams opened, WAL index)`` of a key."""
+    if state is None:
+        return None, None, None, 0, WalIndex()
+    clock_state, handle, latest, streams, *rest = state
+    return clock_state, handle, latest, streams, rest[0] if rest else WalIndex()
 
 
-def _entries_of(entries: list, window: Any) -> list:
-    return [list(decode_items(datums)) for w, datums in entries if w == window]
+def _retained(wal: Wal, index: WalIndex) -> Replay:
+    """The open stream's WAL as a replay (read only if a rebuild needs it)."""
+    return lambda: (index.trimmed, list(wal.read()))
 
 
-def _replay_of(wal: Wal, window: Any) -> Callable[[], list]:
-    return lambda: _entries_of(wal.read(), window)
+def _window_of(wal: Wal, window: Any) -> Replay:
+    return lambda: (0, [encoded for w, encoded in wal.read() if w == window])
+
+
+def _outbound(messages: list[Any], out_wm: int) -> int:
+    """The outbound watermark after ``messages`` (datums) were put."""
+    for message in messages:
+        mark = message._watermark
+        if mark is not None:
+            ms = to_ms(mark)
+            if ms > out_wm:
+                out_wm = ms
+    return out_wm
+
+
+def _trim(wal: Wal, index: WalIndex, out_wm: int) -> WalIndex:
+    """Drop the WAL's oldest entries whose datums the outbound watermark has passed."""
+    drop = trimmed = 0
+    for latest, count in index.entries:
+        if latest >= out_wm:
+            break
+        drop += 1
+        trimmed += count
+    if drop == len(index.entries) and drop:
+        wal.clear()
+    elif drop:
+        wal.write(wal.read()[drop:])
+    return WalIndex(index.trimmed + trimmed, index.entries[drop:], out_wm)

@@ -1,0 +1,87 @@
+"""Numaflow's stream handlers stay in their resident hosts across micro-batches: no
+rebuild while the run lives; a host killed with SIGKILL loses nothing and puts
+nothing twice; the hosts are gone when the run ends."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections import Counter, defaultdict
+from datetime import timedelta
+
+from flowspark.dataflow import Dataflow
+from flowspark.engine.observe import BatchProgress
+from flowspark.engine.query import RunConfig, run_flow
+from flowspark.testing import TestingInput, TestingOutput
+from tests.spark.test_numaflow import StreamSorter, two_sources
+
+HOST_MODULE = "flowspark.runtime.handler_host"
+
+
+def _host_pids() -> set[int]:
+    found = subprocess.run(["pgrep", "-f", HOST_MODULE], capture_output=True, text=True)
+    return {int(pid) for pid in found.stdout.split()}
+
+
+class Figures:
+    """A run listener keeping each batch's handler figures of step ``accum``; at batch
+    ``kill_at`` it SIGKILLs every handler host."""
+
+    def __init__(self, kill_at: int | None = None) -> None:
+        self.batches: list[dict[str, int]] = []
+        self.kill_at = kill_at
+        self.killed: set[int] = set()
+
+    def on_batch(self, progress: BatchProgress) -> None:
+        self.batches.append(dict(progress.handlers.get("accum", {})))
+        if self.kill_at is not None and len(self.batches) == self.kill_at:
+            self.killed = _host_pids()
+            for pid in self.killed:
+                os.kill(pid, signal.SIGKILL)
+
+
+def _sorted_run(figures: Figures, n: int = 60) -> tuple[list, list]:
+    one, two = two_sources(n=n, seed=11)
+    flow = Dataflow()
+    a = flow.input("http-one", TestingInput(one, batch_size=4))
+    b = flow.input("http-two", TestingInput(two, batch_size=4))
+    out: list = []
+    a.merge(b).accumulate(
+        "accum", StreamSorter, timeout=timedelta(seconds=10), watermark_delay=timedelta(seconds=3)
+    ).output("sink", TestingOutput(out))
+    run_flow(flow, RunConfig(epoch_interval=timedelta(0), listeners=[figures]))
+    return one + two, out
+
+
+def _check_sorted_once(sent: list, out: list) -> None:
+    assert Counter(d.id for d in out) == Counter(d.id for d in sent)  # once each
+    by_key = defaultdict(list)
+    for d in out:
+        by_key[d.keys[0]].append(d.event_time)
+    assert all(times == sorted(times) for times in by_key.values())
+
+
+def test_handlers_stay_in_their_hosts_for_the_whole_run():
+    figures = Figures()
+    sent, out = _sorted_run(figures)
+    _check_sorted_once(sent, out)
+    seen = [f for f in figures.batches if f]
+    assert len(seen) >= 10, figures.batches  # many micro-batches reported figures
+    assert all(f["rebuilds"] == 0 for f in seen), seen
+    assert max(f["open_handlers"] for f in seen) == 3  # k0, k1, k2 while open
+    assert all(1 <= f["handler_hosts"] <= 2 for f in seen)  # one per partition used
+    # A datum leaves the WAL once the sorter put out one read with a later watermark:
+    # 3 keys keep a few batches (of 8 datums, 4 s of event time) each, not all 120.
+    assert max(f["wal_datums"] for f in seen) < 64
+    assert _host_pids() == set()  # stopped as the run ended
+
+
+def test_a_killed_host_loses_nothing_and_puts_nothing_twice():
+    figures = Figures(kill_at=8)
+    sent, out = _sorted_run(figures)
+    assert figures.killed, "no handler host was running at batch 8"
+    _check_sorted_once(sent, out)
+    after = [f for f in figures.batches[8:] if f]
+    assert after and max(f["rebuilds"] for f in after) >= 1  # rebuilt from the WAL
+    assert _host_pids() == set()
