@@ -11,7 +11,8 @@ Every line has ``peak_rss_mb``, the peak summed RSS of the child's process tree,
 sampled by this parent (``rss.py``). ``latency`` takes ``--rate``, ``--shape`` and
 ``--duration`` instead of ``--n`` (its n = rate x duration). ``http_ingest`` (see
 ``http_ingest.py``) takes ``--pipeline``, ``--clients`` and ``--duration``;
-``jetstream`` (see ``jetstream.py``) takes ``--system``, ``--n`` and ``--size``.
+``jetstream`` (see ``jetstream.py``) takes ``--system``, ``--n`` and ``--size``;
+``soak`` (see ``soak.py``) takes ``--system``, ``--rate``, ``--keys``, ``--duration``.
 
 Logs go to stderr. Exit code 0 if every run was ok, 1 otherwise.
 """
@@ -192,6 +193,10 @@ def main(argv: list[str] | None = None) -> int:
         import http_ingest
 
         return http_ingest.main(argv[1:])
+    if argv[:1] == ["soak"]:  # a live keyed flow for a long time (own flags)
+        import soak
+
+        return soak.main(argv[1:])
     if argv[:1] == ["jetstream"]:  # JetStream -> map -> JetStream vs nats-py (own flags)
         import jetstream
 
