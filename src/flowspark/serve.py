@@ -19,6 +19,11 @@ or plain text (the value; no keys; stamped with the time it is read). Reduce
 streams use fixed windows of ``FLOWSPARK_UDF_WINDOW`` seconds (default 60), the
 accumulator a timeout of ``FLOWSPARK_UDF_TIMEOUT`` seconds (default 10); both
 take ``FLOWSPARK_UDF_WATERMARK_DELAY`` seconds (default 0).
+
+An accumulator reads ``FLOWSPARK_UDF_BATCH`` lines per micro-batch (default 1, as
+the accumulator page's ``readBatchSize: 1``): each datum then carries the watermark
+of the lines before it, so a sorter releases what those passed as it goes, as it
+would on Numaflow (the whole input in one batch would carry one watermark for all).
 """
 
 from __future__ import annotations
@@ -130,6 +135,15 @@ def _seconds(name: str, default: float) -> timedelta:
         raise ValueError(f"{name} must be a number of seconds; got {raw!r}") from None
 
 
+def _count(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"{name} must be a whole number of lines >= 1; got {raw!r}")
+    return int(raw)
+
+
 def serve(server: Any, lines: Iterable[str] | None = None) -> None:
     """Run ``server``'s handler over datums from ``lines`` (stdin by default); print
     each output datum as a JSON line."""
@@ -141,7 +155,11 @@ def serve(server: Any, lines: Iterable[str] | None = None) -> None:
     datums = [parse_datum_line(line, n) for n, line in enumerate(source, 1) if line.strip()]
     delay = _seconds("FLOWSPARK_UDF_WATERMARK_DELAY", 0)
     flow = Dataflow("udf")
-    stream = flow.input("stdin", TestingInput(datums))
+    source_input, epoch = TestingInput(datums), None
+    if server.kind == "accumulate":  # each line its own micro-batch, with its watermark
+        per_batch = _count("FLOWSPARK_UDF_BATCH", 1)
+        source_input, epoch = TestingInput(datums, batch_size=per_batch), timedelta(0)
+    stream = flow.input("stdin", source_input)
     if server.kind in ("map_stream", "map"):
         stream = stream.map_stream("udf", server)
     elif server.kind in ("reduce_stream", "reduce"):
@@ -153,7 +171,7 @@ def serve(server: Any, lines: Iterable[str] | None = None) -> None:
     else:
         raise ValueError(f"cannot serve a UDF of kind {server.kind!r}")
     stream.map("as_json", datum_json).output("stdout", StdOutput())
-    run_main(flow)
+    run_main(flow, epoch_interval=epoch)
 
 
 class _Serving(NumaflowServer):

@@ -185,3 +185,36 @@ def test_numaflows_http_filter_pipeline_with_bearer_auth(tmp_path, runs):
     time.sleep(2)  # nothing more may come
     ids = sorted(json.loads(r["payload"])["id"] for r in run.log_records())
     assert ids == [5, 7, 99]
+
+
+def test_the_readmes_accumulator_walk_through_ends_in_sorted_output(tmp_path, runs):
+    """The README's six posts, as written there, one after the other: each read in a
+    micro-batch of its own, as when a person types them (a micro-batch takes less time
+    than typing a curl)."""
+    progress = tmp_path / "progress.jsonl"
+    run = Run(
+        [str(DATA / "accumulator-page.yaml"), "--udf", f"accum={SORTER}",
+         "-r", str(tmp_path / "recovery"), "--progress-json", str(progress)],
+        tmp_path,
+    )  # fmt: skip
+
+    def read() -> int:
+        lines = progress.read_text().splitlines() if progress.exists() else []
+        steps = [json.loads(line)["steps"] for line in lines]
+        return sum(s.get(v, {}).get("out", 0) for s in steps for v in ("http-one", "http-two"))
+
+    runs.append(run)
+    posts = [
+        ("http-one", 1_700_000_002_000, "e2", "second"),
+        ("http-two", 1_700_000_001_000, "e1", "first"),
+        ("http-one", 1_700_000_004_000, "e4", "fourth"),
+        ("http-two", 1_700_000_003_000, "e3", "third"),
+        ("http-one", 1_700_000_006_000, "e6", "sixth"),
+        ("http-two", 1_700_000_005_000, "e5", "fifth"),
+    ]
+    for n, (vertex, t, event_id, payload) in enumerate(posts, 1):
+        assert post(run.port, vertex, payload.encode(), t, "a", event_id)[0] == 200
+        run.wait_for(lambda n=n: read() >= n, timeout=60)
+    run.wait_for(lambda: len(run.log_records()) >= 4, timeout=90)
+    time.sleep(3)  # nothing more may come
+    assert [r["payload"] for r in run.log_records()] == ["first", "second", "third", "fourth"]
