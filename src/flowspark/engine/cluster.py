@@ -31,6 +31,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from flowspark.shared.processes import pid_alive
+
 __all__ = [
     "ClusterInfo",
     "ConnectInfo",
@@ -88,16 +90,6 @@ def _listening(host: str, port: int) -> bool:
         return False
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _launch(
     args: list[str], log: Path, env: dict[str, str], wrapper: tuple[str, ...] = ()
 ) -> subprocess.Popen:
@@ -125,7 +117,7 @@ def _claim(directory: Path, state_name: str, host: str, port: int, stop: str) ->
     if state.exists():
         running = json.loads(state.read_text())
         pid = running.get("master_pid", running.get("pid"))
-        if pid is not None and _alive(int(pid)):
+        if pid is not None and pid_alive(int(pid)):
             where = running.get("master_url", running.get("url"))
             raise RuntimeError(
                 f"what {directory} started is running at {where}; stop it first "
@@ -216,10 +208,10 @@ def _terminate(pids: list[int], grace: float = 15.0) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+    while any(pid_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     for pid in pids:
-        if _alive(pid):
+        if pid_alive(pid):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
 

@@ -49,6 +49,7 @@ from flowspark.runtime import pickling
 from flowspark.runtime.codec import decode_items, encode_items
 from flowspark.runtime.errors import RemoteStepFailure
 from flowspark.runtime.handlers import Fed, Handle, LocalHandlers, Replay
+from flowspark.shared.processes import pid_alive
 
 __all__ = ["HostHandlers", "host_address", "stop_hosts", "host_stats", "HostLost"]
 
@@ -193,18 +194,8 @@ def _serve_connection(host: _Host, conn: socket.socket) -> None:
                 return
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _watch(pid: int) -> None:
-    while _alive(pid):
+    while pid_alive(pid):
         time.sleep(WATCH_INTERVAL_S)
     os._exit(0)
 
