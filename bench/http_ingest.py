@@ -300,7 +300,8 @@ def run_pipeline(name: str, clients: int, seconds: float, drain_s: float) -> dic
     env = {
         **os.environ,
         "STOPWATCH_FILE": str(sink_file),
-        "FLOWSPARK_PROGRESS_LOG": str(work / "progress.jsonl"),
+        "FLOWSPARK_PROGRESS_LOG": os.environ.get("FLOWSPARK_PROGRESS_LOG")
+        or str(work / "progress.jsonl"),
     }
     log(f"{name}: {' '.join(cmd)}")
     stderr = work / "stderr.txt"  # a file: an unread pipe would block the run when full
