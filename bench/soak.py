@@ -15,10 +15,11 @@ seconds, with checkpointing on; every event must reach the sink exactly once.
 Each ``interval`` seconds of the run the child reports the latencies (write time -
 due time) of the events written in that interval; this parent adds the process
 tree's RSS at that moment (the child and every descendant, flowspark's handler
-hosts included). One JSON line per interval, then a summary line per system with
-the issue's checks: the p99 of the last 5 intervals against intervals 2-6, RSS and
-recovery-directory size level after interval 5 (within +-20% of their mean), and
-the worst interval's p99.
+hosts included), and flowspark's handler figures of the latest micro-batch (open
+handlers, rebuilds since the start, WAL datums retained). One JSON line per
+interval, then a summary line per system with the issue's checks: the p99 of the
+last 5 intervals against intervals 2-6, RSS and recovery-directory size level after
+interval 5 (within +-20% of their mean), and the worst interval's p99.
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ class SoakRecorder:
         self.delivered = self.duplicates = 0
         self.hist: dict[int, Counter[int]] = {}
         self.reported = 0
+        self.figures: dict[str, Any] = {}  # the engine's latest figures (flowspark's hosts)
 
     def record(self, pairs: list[tuple[int, float]], now: float) -> None:
         """One written batch of ``(event index, due time)``."""
@@ -102,6 +104,7 @@ class SoakRecorder:
             "p99_ms": _quantile_ms(hist, 0.99),
             "max_ms": _quantile_ms(hist, 1.0),
             "recovery_mb": _dir_mb(self.recovery_dir),
+            **self.figures,
         }
         print(LINE_PREFIX + json.dumps(line), flush=True)
 
@@ -155,6 +158,13 @@ def _flowspark_child(n: int, rate: int, keys: int, interval: float) -> dict[str,
         def build(self, worker_index: int, worker_count: int) -> StatelessSink:
             return _Sink()
 
+    class Figures:
+        """Keeps the handler hosts' figures of the latest micro-batch for the lines."""
+
+        def on_batch(self, progress: Any) -> None:
+            recorder.figures = dict(progress.handlers.get("forward", {}))
+            recorder.figures.pop("outbound_watermark_ms", None)
+
     params = jobs.LatencyParams(n, rate, "keyed")
     flow = Dataflow()
     flow.input("inp", flowspark_jobs._paced_input(params)).to_datums(
@@ -166,7 +176,7 @@ def _flowspark_child(n: int, rate: int, keys: int, interval: float) -> dict[str,
         "forward", Forward, timeout=timedelta(seconds=10), watermark_delay=timedelta(0)
     ).output("out", Recording())
     try:
-        run_flow(flow, RunConfig(bounded=False, recovery_dir=recovery_dir))
+        run_flow(flow, RunConfig(bounded=False, recovery_dir=recovery_dir, listeners=[Figures()]))
         return recorder.finish()
     finally:
         shutil.rmtree(recovery_dir, ignore_errors=True)
