@@ -118,7 +118,6 @@ class _Host:
         self.handlers = LocalHandlers()
         self.logics: dict[str, Any] = {}
         self.lock = threading.Lock()
-        self.calls = 0
         # (step id, key) -> (WAL datums retained, outbound watermark ms), as the
         # key's last call told: for the run's progress figures.
         self.wal_figures: dict[tuple[str, str], tuple[int, int]] = {}
@@ -145,7 +144,6 @@ class _Host:
         replay = _replay_of(sent)
         out = io.StringIO()
         with self.lock, contextlib.redirect_stdout(out):
-            self.calls += 1
             try:
                 if op == "feed":
                     items = list(decode_items(datums))
@@ -156,8 +154,8 @@ class _Host:
                 return ("replay",)
             except RemoteStepFailure as failure:
                 return ("fail", str(failure))
-        fed.text = out.getvalue().encode("utf-8", "backslashreplace")
-        return ("ok", (fed.handle, fed.base, encode_items(fed.messages), fed.text, fed.rebuilt))
+        text = out.getvalue().encode("utf-8", "backslashreplace")
+        return ("ok", (fed.handle, fed.base, encode_items(fed.messages), text))
 
     def stats(self) -> dict[str, dict[str, int]]:
         """Per step: open handlers, rebuilds, WAL datums retained, the least outbound
@@ -167,7 +165,7 @@ class _Host:
             marks = [m for (s, _), (_, m) in self.wal_figures.items() if s == step_id]
             steps[step_id] = {
                 "open_handlers": sum(1 for k in self.handlers.live if k[1] == step_id),
-                "rebuilds": self.handlers.rebuilds_by_step.get(step_id, 0),
+                "rebuilds": self.handlers.rebuilds.get(step_id, 0),
                 "wal_datums": sum(n for (s, _), (n, _) in self.wal_figures.items() if s == step_id),
                 "outbound_watermark_ms": min(marks) if marks else -1,
                 "pid": os.getpid(),
@@ -337,10 +335,10 @@ def _fed(reply: tuple[Any, ...]) -> Fed:
         raise RemoteStepFailure(reply[1])
     if kind != "ok":
         raise RuntimeError(f"the handler host failed: {reply[1] if len(reply) > 1 else reply}")
-    handle, base, messages, text, rebuilt = reply[1]
+    handle, base, messages, text = reply[1]
     if text:
         sys.stdout.write(text.decode("utf-8"))  # the task captures it with its own prints
-    return Fed(handle, base, list(decode_items(messages)), text, rebuilt)
+    return Fed(handle, base, list(decode_items(messages)))
 
 
 def _one_shot(address: str, request: tuple[Any, ...]) -> Any:

@@ -41,7 +41,7 @@ assumption).
 >>> wal = [encode_items([1, 2])]
 >>> again = reg.feed(Echo(), "k", None, first.handle, [3], b"", lambda: (0, wal))
 >>> again.messages, again.handle[1:], again.base, reg.rebuilds
-([3], (3, 3), 2, 1)
+([3], (3, 3), 2, {'echo': 1})
 """
 
 from __future__ import annotations
@@ -83,14 +83,12 @@ class UdfLogicLike(Protocol):
 
 @dataclass
 class Fed:
-    """What one call did: the handle after it, the messages put during it (``base``:
-    how many the handler had put before them), and what the handler printed."""
+    """What one call did: the handle after it and the messages put during it
+    (``base``: how many the handler had put before them)."""
 
     handle: Handle
     base: int
     messages: list[Any]
-    text: bytes = b""
-    rebuilt: bool = False
 
 
 class HandlerRegistry(Protocol):
@@ -127,12 +125,11 @@ class HandlerRegistry(Protocol):
 
 @dataclass
 class LocalHandlers:
-    """Handlers in this process. ``rebuilds`` counts the handlers rebuilt from a WAL."""
+    """Handlers in this process. ``rebuilds`` counts, per step, the handlers rebuilt
+    from a WAL."""
 
     live: dict[tuple[str, str, str, Any], HandlerRun] = field(default_factory=dict)
-    rebuilds: int = 0
-    replayed: int = 0
-    rebuilds_by_step: dict[str, int] = field(default_factory=dict)
+    rebuilds: dict[str, int] = field(default_factory=dict)
 
     def feed(
         self,
@@ -145,10 +142,10 @@ class LocalHandlers:
         replay: Replay,
         figures: tuple[int, int] | None = None,
     ) -> Fed:
-        run, rebuilt = self._attach(logic, key, window, handle, replay)
+        run = self._attach(logic, key, window, handle, replay)
         base = run.emitted
         messages = self._call(logic, key, run, run.feed, datums)
-        return Fed((run.gen, run.fed, run.emitted), base, messages, rebuilt=rebuilt)
+        return Fed((run.gen, run.fed, run.emitted), base, messages)
 
     def end(
         self,
@@ -159,39 +156,34 @@ class LocalHandlers:
         replay: Replay,
         figures: tuple[int, int] | None = None,
     ) -> Fed:
-        run, rebuilt = self._attach(logic, key, window, handle, replay)
+        run = self._attach(logic, key, window, handle, replay)
         base = run.emitted
         try:
             messages = self._call(logic, key, run, lambda _: run.end(), None)
         finally:
             self.forget(logic, key, window)
-        return Fed((run.gen, run.fed, run.emitted), base, messages, rebuilt=rebuilt)
+        return Fed((run.gen, run.fed, run.emitted), base, messages)
 
     def forget(self, logic: Any, key: str, window: Any) -> None:
         run = self.live.pop((logic.run_id, logic.step_id, key, window), None)
         if run is not None:
             run.close()
 
-    def close_all(self) -> None:
-        for run in self.live.values():
-            run.close()
-        self.live.clear()
-
     # -- finding or rebuilding the handler ----------------------------------------------
 
     def _attach(
         self, logic: Any, key: str, window: Any, handle: Handle | None, replay: Replay
-    ) -> tuple[HandlerRun, bool]:
+    ) -> HandlerRun:
         where = (logic.run_id, logic.step_id, key, window)
         run = self.live.get(where)
         if handle is None:  # a new stream
             if run is not None:
                 run.close()
-            return self._open(logic, key, window), False
+            return self._open(logic, key, window)
         gen, fed, emitted = handle
         if run is not None and not logic.force_rebuild:
             if run.gen == gen and run.fed == fed:
-                return run, False
+                return run
             if run.gen == gen and run.fed < fed:
                 # The same incarnation, behind (it missed the key's last batches):
                 # feed it what it missed, if the WAL still holds all of that.
@@ -200,7 +192,7 @@ class LocalHandlers:
                     self._catch_up(logic, key, run, batches, run.fed - trimmed)
                     if run.fed == fed:
                         run.emitted = emitted
-                        return run, False
+                        return run
         trimmed, batches = replay()  # before anything changes: a host may ask for it
         if run is not None:
             run.close()
@@ -209,9 +201,8 @@ class LocalHandlers:
         run.fed = trimmed  # the datums the WAL no longer holds count as seen
         self._catch_up(logic, key, run, batches, 0)
         run.emitted = emitted
-        self.rebuilds += 1
-        self.rebuilds_by_step[logic.step_id] = self.rebuilds_by_step.get(logic.step_id, 0) + 1
-        return run, True
+        self.rebuilds[logic.step_id] = self.rebuilds.get(logic.step_id, 0) + 1
+        return run
 
     def _open(self, logic: Any, key: str, window: Any) -> HandlerRun:
         where = (logic.run_id, logic.step_id, key, window)
@@ -235,7 +226,6 @@ class LocalHandlers:
                 skip -= len(datums)
                 continue
             self._call(logic, key, run, run.feed, list(datums[skip:]))
-            self.replayed += len(datums) - skip
             skip = 0
 
     @staticmethod

@@ -52,7 +52,7 @@ from flowspark.api.udf.times import to_ms, utc_from_ms
 from flowspark.api.udf.types import AccumulatorMessage, Datum, IntervalWindow, Metadata
 from flowspark.runtime.codec import encode_items
 from flowspark.runtime.errors import RemoteStepFailure, short_repr, step_failure
-from flowspark.runtime.handlers import Fed, Handle, HandlerRegistry, LocalHandlers, Replay
+from flowspark.runtime.handlers import Handle, HandlerRegistry, LocalHandlers, Replay
 from flowspark.runtime.keyed import HandlerFactory, KeyedCall, KeyedLogic, Outcome, Wal
 from flowspark.runtime.messages import message_parts
 from flowspark.runtime.udf_run import HandlerRun
@@ -306,24 +306,6 @@ class _UdfLogic(KeyedLogic):
     def _start(self, key: str, window: Any) -> HandlerRun:
         raise NotImplementedError
 
-    def _feed(
-        self,
-        key: str,
-        window: Any,
-        handle: Handle | None,
-        datums: list[Any],
-        encoded: bytes,
-        replay: Replay,
-        figures: tuple[int, int] | None = None,
-    ) -> Fed:
-        """Feed ``datums`` to the key's handler (``handle`` ``None``: a new one);
-        ``figures``: the key's WAL datums and outbound watermark, for progress."""
-        return self.handlers.feed(self, key, window, handle, datums, encoded, replay, figures)
-
-    def _end(self, key: str, window: Any, handle: Handle, replay: Replay) -> Fed:
-        """End the handler's stream; what it puts until it returns."""
-        return self.handlers.end(self, key, window, handle, replay)
-
     def _failure(self, key: str, datum: Any, exc: Exception) -> Exception:
         """The error a task raises for a handler's ``exc``: the step, key and datum."""
         if isinstance(exc, RemoteStepFailure):
@@ -391,7 +373,9 @@ class AccumulateLogic(_UdfLogic):
         feed = [_rewatermark(datum, shown) for datum in values]
         encoded = encode_items(feed)
         figures = (index.retained(), index.out_wm)
-        fed = self._feed(key, None, handle, feed, encoded, _retained(wal, index), figures)
+        fed = self.handlers.feed(
+            self, key, None, handle, feed, encoded, _retained(wal, index), figures
+        )
         messages = self._messages(key, fed.messages, fed.base, wm, streams)
         emitted += messages
         handle = fed.handle
@@ -420,7 +404,7 @@ class AccumulateLogic(_UdfLogic):
     def _close(
         self, key: str, handle: Handle, wal: Wal, index: WalIndex, wm: int, streams: int
     ) -> list[Any]:
-        fed = self._end(key, None, handle, _retained(wal, index))
+        fed = self.handlers.end(self, key, None, handle, _retained(wal, index))
         wal.clear()
         return self._messages(key, fed.messages, fed.base, wm, streams)
 
@@ -564,7 +548,7 @@ class ReduceStreamLogic(_UdfLogic):
         for window, datums in sorted(feeds.items()):
             encoded = encode_items(datums)
             replay = _window_of(wal, window)
-            done = self._feed(key, window, handles[window], datums, encoded, replay)
+            done = self.handlers.feed(self, key, window, handles[window], datums, encoded, replay)
             emitted += self._messages(key, window, done.messages, done.base)
             handles[window] = done.handle
             wal.append((window, encoded))
@@ -599,7 +583,7 @@ class ReduceStreamLogic(_UdfLogic):
         for window in due:
             handle = handles.pop(window)
             kept = [encoded for w, encoded in entries if w == window]
-            done = self._end(key, window, handle, lambda kept=kept: (0, kept))
+            done = self.handlers.end(self, key, window, handle, lambda kept=kept: (0, kept))
             emitted += self._messages(key, window, done.messages, done.base)
         wal.write([(w, d) for w, d in entries if w not in due])
         return emitted, max(floor, max(end for _, end in due))
