@@ -280,3 +280,32 @@ def test_a_finite_inputs_share_read_is_a_bar():
     assert "read" in frame.splitlines()[2]
     assert "███·········  25%" in frame  # 3 of 12
     assert "inp out 10 (20.0/s) 25% read" in display.line()
+
+
+def test_a_numaflow_keyed_steps_handlers_are_shown():
+    """Open handlers, rebuilds, WAL datums retained and the outbound watermark of a
+    Numaflow keyed step, in the table and the one-line form."""
+    steps = [("inp", "input"), ("sorter", "accumulate"), ("out", "output")]
+    figures = {
+        "sorter": {
+            "handler_hosts": 2,
+            "open_handlers": 100,
+            "rebuilds": 0,
+            "wal_datums": 1_234,
+            "outbound_watermark_ms": 1_700_000_000_000,
+        }
+    }
+    progress = BatchProgress(0, True, 100, {"inp": 10}, {"out": 10}, {}, handlers=figures)
+    console = Console(record=True, width=160, force_terminal=True)
+    display = LiveProgress(steps, "acc", console, clock=Ticks(), wall=lambda: WALL_S)
+    display.on_batch(progress)
+    console.print(display)
+    lines = console.export_text().splitlines()
+    assert lines[2].split()[-5:] == ["handlers", "rebuilds", "WAL", "out.", "watermark"]
+    rows = {line.split()[0]: line.split()[1:] for line in lines[4:] if line.strip()}
+    assert rows["sorter"] == ["accumulate", "100", "0", "1,234", "2023-11-14", "22:13:20", "UTC"]
+    assert rows["inp"] == ["input", "10", "20.0"]  # other steps leave those cells blank
+    assert (
+        "sorter handlers 100 rebuilds 0 WAL 1,234 out. watermark 2023-11-14 22:13:20 UTC"
+        in display.line()
+    )

@@ -84,6 +84,9 @@ class StepRow:
     out_per_s: float | None = None
     backlog: int | None = None  # a live input's items not read yet
     read: float | None = None  # a finite input's share read (0..1)
+    # A Numaflow keyed step's handlers (see BatchProgress.handlers): open handlers,
+    # rebuilds since the run began, WAL datums retained, outbound watermark (ms).
+    handlers: dict[str, int] | None = None
 
 
 @dataclass
@@ -131,6 +134,8 @@ class Tally:
             self._row(step_id, "input").backlog = count
         for step_id, share in progress.share_read.items():
             self._row(step_id, "input").read = share
+        for step_id, figures in progress.handlers.items():
+            self._row(step_id, "keyed").handlers = dict(figures)
         self.batches += 1
         self.last = progress
         lag_ms = watermark_lag_ms(progress.watermark_ms, wall_ms)
@@ -282,6 +287,8 @@ class LiveProgress:
                     figures.append(f"in {row.in_:,}" + _per_s(row.in_per_s))
                 if row.kind.endswith("_window") or row.late:
                     figures.append(f"late {row.late:,}")
+                if row.handlers is not None:
+                    figures.append(_handler_phrase(row.handlers))
                 if figures:
                     parts.append(f"{row.step_id} {' '.join(figures)}")
         return "flowspark: " + " · ".join(parts)
@@ -312,6 +319,10 @@ class LiveProgress:
                 table.add_column("backlog", justify="right")
             if read:
                 table.add_column("read")
+            handlers = any(row.handlers is not None for row in tally.rows.values())
+            if handlers:
+                for name in ("handlers", "rebuilds", "WAL", "out. watermark"):
+                    table.add_column(name, justify="right")
             for row in tally.rows.values():
                 window = row.kind.endswith("_window") or row.late
                 cells = [
@@ -327,8 +338,34 @@ class LiveProgress:
                     cells.append(f"{row.backlog:,}" if row.backlog is not None else "")
                 if read:
                     cells.append(_bar(row.read) if row.read is not None else "")
+                if handlers:
+                    cells.extend(_handler_cells(row.handlers))
                 table.add_row(*cells)
         return Group(header, Text(" · ".join(facts)), table)
+
+
+def _handler_cells(figures: dict[str, int] | None) -> list[str]:
+    """A keyed step's handler figures as table cells (blank for other steps)."""
+    if figures is None:
+        return ["", "", "", ""]
+    mark = figures.get("outbound_watermark_ms")
+    return [
+        f"{figures.get('open_handlers', 0):,}",
+        f"{figures.get('rebuilds', 0):,}",
+        f"{figures.get('wal_datums', 0):,}",
+        _when(mark) if mark is not None and mark > 0 else "none yet",
+    ]
+
+
+def _handler_phrase(figures: dict[str, int]) -> str:
+    """A keyed step's handler figures for the one-line form.
+
+    >>> _handler_phrase({"open_handlers": 3, "rebuilds": 0, "wal_datums": 1200,
+    ...                  "outbound_watermark_ms": 0})
+    'handlers 3 rebuilds 0 WAL 1,200 out. watermark none yet'
+    """
+    opened, rebuilds, wal, mark = _handler_cells(figures)
+    return f"handlers {opened} rebuilds {rebuilds} WAL {wal} out. watermark {mark}"
 
 
 def _bar(share: float, width: int = 12) -> str:
