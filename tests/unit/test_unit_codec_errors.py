@@ -183,7 +183,10 @@ def test_exception_whose_class_does_not_travel_becomes_a_runtime_error_cause():
     class Local(Exception):
         lock = threading.Lock()  # the class (pickled by value) cannot be pickled
 
-    error = find_step_error(failure_text(Local("lost")))
+    try:
+        raise Local("lost")
+    except Local as exc:
+        error = find_step_error(failure_text(exc))
     assert type(error) is StepError
     assert type(error.__cause__) is RuntimeError
     assert str(error.__cause__) == "Local: lost"
@@ -303,3 +306,10 @@ def test_utc_datetime_columns_round_trip_property(values):
     assert decode_items(encode_items(values)) == values
     pairs = [(str(i), v) for i, v in enumerate(values)]
     assert decode_items(encode_items(pairs)) == pairs
+
+
+def test_a_failure_without_user_frames_gets_no_traceback_note():
+    """A traceback with no user frame would only repeat the error's own line."""
+    error = find_step_error(failure_text(ValueError("bad byte")))
+    assert "bad byte" in str(error)
+    assert not getattr(error.__cause__, "__notes__", None)

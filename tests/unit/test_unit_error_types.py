@@ -26,8 +26,12 @@ def raised(fn, *args) -> BaseException:
 
 
 def remote(exc: BaseException, step_id="st", fn=divide, item="it") -> BaseException:
-    """``exc`` sent from a (pretend) worker and decoded as the driver does."""
-    error = find_step_error("PythonException: " + str(step_failure(step_id, fn, item, exc)))
+    """``exc`` raised in a (pretend) worker, sent and decoded as the driver does."""
+    try:
+        raise exc
+    except BaseException as raised:
+        failure = step_failure(step_id, fn, item, raised)
+    error = find_step_error("PythonException: " + str(failure))
     assert error is not None
     return error
 

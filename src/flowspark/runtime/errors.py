@@ -403,6 +403,7 @@ def find_step_error(text: str) -> BaseException | None:
     error = _combine(failure.step_id, failure.function, failure.item, error_text, original)
     # On the original (the cause, or the error itself if not wrapped), not on both.
     where = error.__cause__ if error.__cause__ is not None else error
-    text = _cut(render(failure.worker_traceback), TRACEBACK_LIMIT)
-    _add_note(where, WORKER_TRACEBACK + text)
+    if any(part.frames for part in failure.worker_traceback):  # else it only repeats str()
+        text = _cut(render(failure.worker_traceback), TRACEBACK_LIMIT)
+        _add_note(where, WORKER_TRACEBACK + text)
     return error

@@ -321,6 +321,23 @@ def leaving_rows(
         yield from buffer.drain()
 
 
+def _reading(
+    step_id: str | None, feeds: Iterable[tuple[int, Items]]
+) -> Iterator[tuple[int, Items]]:
+    """``feeds``; a failure to read them (a file input's bad byte) names the input step."""
+    feeding = iter(feeds)
+    while True:
+        try:
+            feed = next(feeding)
+        except StopIteration:
+            return
+        except Exception as exc:
+            if step_id is None:
+                raise
+            raise step_failure(step_id, "reading the input", "its next items", exc) from exc
+        yield feed
+
+
 def run_program(
     program: StageProgram,
     feeds: Iterable[tuple[int, Items]],
@@ -343,7 +360,7 @@ def run_program(
     order = upstream if upstream is not None else ctx.worker << 32
     keyed = KeyedBuffer(program, whole=ts_ms == WHOLE_INPUT_MS)
     read = 0
-    for entry, items in feeds:
+    for entry, items in _reading(program.reads, feeds):
         order += 1
         read += len(items)
         with captured:
