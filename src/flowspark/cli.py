@@ -109,7 +109,8 @@ def _parser() -> argparse.ArgumentParser:
         "-r",
         "--recovery-directory",
         default=os.environ.get("FLOWSPARK_RECOVERY_DIRECTORY"),
-        help="checkpoint directory: a rerun resumes where the last run stopped",
+        help="checkpoint directory: a rerun resumes where the last run stopped (one run "
+        "at a time per directory)",
     )
     p.add_argument(
         "--shared-recovery",
@@ -298,10 +299,16 @@ def _check_parallelism(args: argparse.Namespace) -> None:
 
 def _show_ui(args: argparse.Namespace) -> None:
     """Start the session with Spark's UI (unless ``$FLOWSPARK_UI`` says otherwise) and
-    say where it is, on stderr."""
+    say where it is, on stderr. A recovery directory another run holds fails first
+    (the run takes it for good once the session is up)."""
     from flowspark.engine.progress import spark_ui_line
     from flowspark.engine.session import get_session
 
+    if args.recovery_directory:
+        from flowspark.engine.query import recovery_location
+        from flowspark.engine.recovery_lock import acquire
+
+        acquire(recovery_location(args.recovery_directory)).release()
     os.environ.setdefault("FLOWSPARK_UI", "true")
     spark = get_session(args.master, args.verbose, parallelism=args.parallelism)
     print(spark_ui_line(spark), file=sys.stderr, flush=True)
@@ -316,7 +323,9 @@ def _user_traceback(error: BaseException) -> str:
     for note in getattr(error, "__notes__", None) or []:
         if isinstance(note, str) and note.startswith(WORKER_TRACEBACK):
             return note[len(WORKER_TRACEBACK) :]
-    return render(capture(error))
+    parts = capture(error)
+    # Without a frame of the user's, it would only repeat the error's own line.
+    return render(parts) if any(part.frames for part in parts) else ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -328,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.udf or args.secret:
             raise SystemExit("flowspark.run: --udf and --secret apply to pipeline YAML files")
         flow = locate_dataflow(args.import_str)
-    from flowspark.engine.errors import FlowRunError
+    from flowspark.engine.errors import FlowRunError, RecoveryDirectoryError
     from flowspark.engine.query import RunConfig, run_flow
     from flowspark.runtime.errors import StepError
 
@@ -353,20 +362,25 @@ def main(argv: list[str] | None = None) -> int:
     )
     _check_watching(args)
     _check_parallelism(args)
-    if args.ui:
-        _show_ui(args)
     try:
+        if args.ui:
+            _show_ui(args)
         run_flow(flow, config)
     except KeyboardInterrupt:
         print("flowspark: stopped (Ctrl-C)", file=sys.stderr)
         return 130
+    except RecoveryDirectoryError as exc:  # held by another run, or does not add up
+        print(f"flowspark: {exc}", file=sys.stderr)
+        return 2
     except StepError as exc:
-        print(_user_traceback(exc.__cause__ or exc), file=sys.stderr)
+        if shown := _user_traceback(exc.__cause__ or exc):
+            print(shown, file=sys.stderr)
         print(f"flowspark: {exc}", file=sys.stderr)
         return 1
     except (ValueError, TypeError) as exc:
         if getattr(exc, "step_id", None) is not None:  # a step's error, kept as is
-            print(_user_traceback(exc), file=sys.stderr)
+            if shown := _user_traceback(exc):
+                print(shown, file=sys.stderr)
             from flowspark.runtime.errors import WORKER_TRACEBACK
 
             for note in getattr(exc, "__notes__", None) or []:

@@ -191,3 +191,17 @@ def test_a_numaflow_handler_failure_keeps_its_type():
     assert isinstance(err, StepError)
     assert err.key == "k"
     assert "step 'picky'" in str(err) and "cannot take this one" in str(err)
+
+
+def test_a_bad_byte_in_a_file_input_names_the_step_the_file_and_the_line(tmp_path):
+    from flowspark.connectors.files import FileInput
+
+    path = tmp_path / "events.txt"
+    path.write_bytes(b"a 1\nb 2\nc \xff3\nd 4\n")
+    flow = Dataflow()
+    flow.input("events", FileInput(path))
+    flow.output("out", TestingOutput([]))
+    with pytest.raises(ValueError) as caught:
+        run_main(flow)
+    assert isinstance(caught.value, StepError) and caught.value.step_id == "events"
+    assert f"{path}, line 3: not UTF-8 text" in str(caught.value)

@@ -156,7 +156,17 @@ def test_import_faces_only_re_export(face: str):
         is_all = isinstance(statement, ast.Assign) and [
             getattr(t, "id", None) for t in statement.targets
         ] == ["__all__"]
-        assert is_doc or is_import or is_all, f"{face}.py line {statement.lineno}"
+        # ``python -m flowspark.recovery``: a face may hand its command line to a module
+        # below (an import and one call, nothing else).
+        is_main = (
+            isinstance(statement, ast.If)
+            and ast.unparse(statement.test) == "__name__ == '__main__'"
+            and not statement.orelse
+            and len(statement.body) == 2
+            and isinstance(statement.body[0], ast.ImportFrom)
+            and isinstance(statement.body[1], ast.Raise | ast.Expr)
+        )
+        assert is_doc or is_import or is_all or is_main, f"{face}.py line {statement.lineno}"
 
 
 _BLOCKED_PYSPARK_FLOW = """

@@ -330,3 +330,29 @@ def test_csv_offset_after_ignores_blank_lines(tmp_path):
     inp = CSVInput(path, batch_size=1)
     part, end = str(path), path.stat().st_size
     assert read(inp, part, 0, inp.offset_after(part, 0, end, 1)) == [{"a": "1"}]
+
+
+@pytest.mark.parametrize("pieces", [1, 3])
+def test_a_bad_byte_names_the_file_and_its_line(tmp_path, pieces):
+    path = tmp_path / "bad.txt"
+    path.write_bytes(b"a 1\nb 2\nc \xff3\nd 4\n")
+    inp = FileInput(path)
+    with pytest.raises(ValueError) as caught:
+        read_all(inp, str(path), pieces)
+    assert str(caught.value) == (
+        f"{path}, line 3: not UTF-8 text (byte b'\\xff' at offset 10: invalid start byte)"
+    )
+
+
+def test_a_bad_byte_in_the_last_line_without_newline_is_named(tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_bytes(b"one\ntwo\nthr\xe9e")
+    with pytest.raises(ValueError, match=r"bad\.txt, line 3: not UTF-8 text .* offset 11"):
+        read_all(FileInput(path), str(path))
+
+
+def test_a_bad_byte_in_a_csv_file_is_named(tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_bytes(b"name,n\nx,1\ny\xff,2\n")
+    with pytest.raises(ValueError, match=r"bad\.csv, line 3: not UTF-8 text"):
+        read_all(CSVInput(path), str(path))

@@ -14,6 +14,7 @@ import pytest
 
 from flowspark.connectors.files import DirOutput, FileOutput
 from flowspark.dataflow import Dataflow
+from flowspark.engine.errors import RecoveryDirectoryError
 from flowspark.engine.sink import BatchDispatcher, FlowFailed, _PartitionedWriter, _writer
 from flowspark.outputs import PartitionedOutput
 from flowspark.plan.graph import build_plan
@@ -128,16 +129,64 @@ def test_replay_of_the_first_batch_starts_fresh(out_file, state):
     assert out_file.read_text() == expected(0)
 
 
-def test_replay_older_than_both_snapshots_starts_fresh(out_file, state):
-    # Only the last two generations are kept; never keep output of the replayed batch.
+def test_replay_older_than_both_snapshots_is_refused_and_the_file_kept(out_file, state):
+    # Only the last two generations are kept: the state before batch 1 is gone, so
+    # nothing proves where to cut the file back to (the commit log was lost).
     writer = _PartitionedWriter(FileOutput(out_file), state)
     for b in range(3):
         run_batch(writer, b)
     crash(writer)
     writer = _PartitionedWriter(FileOutput(out_file), state)
-    run_batch(writer, 1)
+    with pytest.raises(RecoveryDirectoryError, match=r"out\.pickle holds micro-batches 1 and 2"):
+        writer.begin(1)
     writer.close()
-    assert out_file.read_text() == expected(1)
+    assert out_file.read_text() == expected(0, 1, 2)
+
+
+def test_a_snapshot_older_than_the_batch_before_is_refused(out_file, state):
+    # Batches 3 and 4 committed, but the snapshot is of batch 2 (an old copy):
+    # resuming from it would cut off what batches 3 and 4 wrote.
+    writer = _PartitionedWriter(FileOutput(out_file), state)
+    for b in range(3):
+        run_batch(writer, b)
+    crash(writer)
+    with open(out_file, "a") as f:
+        f.write(expected(3, 4))
+    writer = _PartitionedWriter(FileOutput(out_file), state)
+    with pytest.raises(RecoveryDirectoryError, match="not the state after micro-batch 4"):
+        writer.begin(5)
+    writer.close()
+    assert out_file.read_text() == expected(0, 1, 2, 3, 4)
+
+
+def test_a_missing_snapshot_after_the_first_batch_is_refused(out_file, state):
+    out_file.parent.mkdir(parents=True)
+    out_file.write_text(expected(0, 1))
+    writer = _PartitionedWriter(FileOutput(out_file), state)
+    with pytest.raises(RecoveryDirectoryError, match="holds no micro-batch"):
+        writer.begin(2)
+    writer.close()
+    assert out_file.read_text() == expected(0, 1)
+
+
+def test_an_unreadable_snapshot_is_refused_naming_it(out_file, state):
+    state.parent.mkdir(parents=True)
+    state.write_bytes(b"not a pickle")
+    with pytest.raises(RecoveryDirectoryError, match=r"out\.pickle cannot be read"):
+        _PartitionedWriter(FileOutput(out_file), state)
+
+
+def test_an_output_file_shorter_than_its_snapshot_is_left_as_it_is(out_file, state):
+    writer = _PartitionedWriter(FileOutput(out_file), state)
+    for b in range(2):
+        run_batch(writer, b)
+    crash(writer)
+    out_file.write_text("cut\n")
+    writer = _PartitionedWriter(FileOutput(out_file), state)
+    with pytest.raises(ValueError, match="holds 4 bytes, but the recovery directory says"):
+        writer.begin(2)
+    writer.close()
+    assert out_file.read_text() == "cut\n"  # not padded with NULs
 
 
 def test_replay_in_the_same_writer_rewinds(out_file, state):

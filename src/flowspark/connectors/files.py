@@ -93,7 +93,7 @@ class _LineSplit(Split):
                 tail = block[cut:]
                 if cut == 0:
                     continue
-                text = block[:cut].decode("utf-8")
+                text = _decode(block[:cut], self.path, f.tell() - len(block))
                 if "\r" in text:  # text mode reads "\r\n" as a line end, as bytewax does
                     text = text.replace("\r\n", "\n")
                 lines = text.split("\n")
@@ -102,7 +102,33 @@ class _LineSplit(Split):
                 if lines:
                     yield lines
             if tail:
-                yield [tail.decode("utf-8").removesuffix("\r")]
+                yield [_decode(tail, self.path, f.tell() - len(tail)).removesuffix("\r")]
+
+
+def _decode(data: bytes, path: str, at: int) -> str:
+    """``data`` (read from byte ``at`` of ``path``) as UTF-8; a bad byte names the
+    file, its line and the byte offset."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        offset = at + exc.start
+        raise ValueError(
+            f"{path}, line {_line_number(path, offset)}: not UTF-8 text (byte "
+            f"{data[exc.start : exc.start + 1]!r} at offset {offset}: {exc.reason})"
+        ) from None
+
+
+def _line_number(path: str, offset: int) -> int:
+    """The 1-based line of ``path`` holding byte ``offset``."""
+    lines, pos = 1, 0
+    with Location.parse(path).open_read() as f:
+        while pos < offset:
+            block = f.read(min(1 << 20, offset - pos))
+            if not block:
+                break
+            lines += block.count(b"\n")
+            pos += len(block)
+    return lines
 
 
 def _as_given(path: str | Path, location: Location) -> Path | str:
@@ -191,12 +217,12 @@ class DirInput(_LineFiles):
         return self.location.child(part).spec
 
 
-def _lines_with_end(f: io.BufferedReader, end: int) -> Iterator[str]:
+def _lines_with_end(f: io.BufferedReader, end: int, path: str) -> Iterator[str]:
     while f.tell() < end:
         line = f.readline()
         if not line:
             return
-        yield line.decode("utf-8")
+        yield _decode(line, path, f.tell() - len(line))
 
 
 class _CSVSplit(Split):
@@ -208,9 +234,9 @@ class _CSVSplit(Split):
 
     def read(self) -> Iterator[list[dict[str, str]]]:
         with Location.parse(self.path).open_read() as f:
-            header_end, fieldnames = _csv_header(f, self.fmtparams)
+            header_end, fieldnames = _csv_header(f, self.fmtparams, self.path)
             f.seek(max(self.start, header_end))
-            reader = csv.DictReader(_lines_with_end(f, self.end), fieldnames, **self.fmtparams)
+            reader = csv.DictReader(_lines_with_end(f, self.end, self.path), fieldnames, **self.fmtparams)
             rows: list[dict[str, str]] = []
             for row in reader:
                 rows.append(row)
@@ -221,9 +247,9 @@ class _CSVSplit(Split):
                 yield rows
 
 
-def _csv_header(f: io.BufferedReader, fmtparams: dict) -> tuple[int, list[str]]:
+def _csv_header(f: io.BufferedReader, fmtparams: dict, path: str) -> tuple[int, list[str]]:
     f.seek(0)
-    reader = csv.reader(_lines_with_end(f, 1 << 62), **fmtparams)
+    reader = csv.reader(_lines_with_end(f, 1 << 62, path), **fmtparams)
     fieldnames = next(reader, [])
     return f.tell(), fieldnames
 
@@ -241,10 +267,11 @@ class CSVInput(FileInput):
 
     def _record_ends(self, start: int, end: int, limit_records: int | None, limit_pos: int) -> int:
         with self.location.open_read() as f:
-            header_end, _ = _csv_header(f, self.fmtparams)
+            where = str(self.path)
+            header_end, _ = _csv_header(f, self.fmtparams, where)
             pos = max(start, header_end)
             f.seek(pos)
-            reader = csv.reader(_lines_with_end(f, end), **self.fmtparams)
+            reader = csv.reader(_lines_with_end(f, end, where), **self.fmtparams)
             count = 0
             for row in reader:
                 pos = f.tell()
@@ -266,11 +293,24 @@ class CSVInput(FileInput):
 
 
 class _FileSink(StatefulSink):
-    """Appends ``value + end`` per item; resumes by truncating to a byte offset."""
+    """Appends ``value + end`` per item; resumes by truncating to a byte offset.
+
+    A file shorter than that offset was cut, replaced or deleted after the run
+    wrote it: resuming would pad it with NUL bytes, so it fails, naming the file,
+    and leaves it as it is.
+    """
 
     def __init__(self, path: Path, resume_state: int | None, end: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._f = open(path, "ab")  # noqa: SIM115 - lives as long as the sink
+        size = self._f.seek(0, os.SEEK_END)
+        if resume_state is not None and size < resume_state:
+            self._f.close()
+            raise ValueError(
+                f"output file {path} holds {size} bytes, but the recovery directory says "
+                f"the run had written {resume_state}: the file was cut, replaced or deleted "
+                "since; restore it, or start over with a new recovery directory"
+            )
         self._f.truncate(resume_state or 0)
         self._f.seek(0, os.SEEK_END)
         self._end = end

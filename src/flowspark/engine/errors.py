@@ -5,13 +5,22 @@ from __future__ import annotations
 from flowspark.engine.shipping import missing_module_hint
 from flowspark.runtime.errors import find_step_error
 
-__all__ = ["FlowRunError", "clean_spark_error"]
+__all__ = ["FlowRunError", "RECOVERY_CHOICES", "RecoveryDirectoryError", "clean_spark_error"]
 
 _MAX_LINES = 12
+# What a user can do about a recovery directory whose files do not add up.
+RECOVERY_CHOICES = (
+    "restore the whole directory from a copy, or start over with a new recovery directory"
+)
 
 
 class FlowRunError(RuntimeError):
     """Spark stopped the flow for a reason that is not a user function's error."""
+
+
+class RecoveryDirectoryError(ValueError):
+    """The recovery directory cannot be used as it is (another run holds it, or its
+    files do not add up), found before the run wrote anything; the CLI exits 2."""
 
 
 def clean_spark_error(exc: BaseException) -> BaseException:

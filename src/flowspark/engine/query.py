@@ -35,6 +35,8 @@ import cloudpickle
 from flowspark.api.dataflow import Dataflow
 from flowspark.api.inputs import SeekableInput
 from flowspark.engine.observe import ProgressHub, ProgressLog, ReportBuilder, RunListener, RunReport
+from flowspark.engine.recovery_check import check_recovery_directory
+from flowspark.engine.recovery_lock import RecoveryLock, hold
 from flowspark.engine.shipping import is_installed, ship_user_modules
 from flowspark.plan.graph import Plan, build_plan
 from flowspark.runtime import pickling
@@ -299,22 +301,41 @@ def _run_directory(config: RunConfig) -> Iterator[tuple[Path, Location]]:
 def run_flow(flow: Dataflow, config: RunConfig | None = None) -> RunReport:
     """Validate ``flow``, start Spark if needed, run the query; raise the user's error.
 
+    A recovery directory is held for the run (a second run on it fails at once) and
+    refused when its files do not add up, both before Spark starts, with a
+    :class:`~flowspark.engine.errors.RecoveryDirectoryError`.
+
     Late items of a window step whose ``.late`` stream leads nowhere are reported
     with a warning (they are counted, never dropped unseen).
     """
-    from flowspark.engine.progress import watch_run
-    from flowspark.engine.session import (
-        get_session,
-        remote_url,
-        session_master,
-        session_parallelism,
-    )
+    from flowspark.engine.session import remote_url, session_master
 
     config = config or RunConfig()
+    directory: Location | None = None
     if config.recovery_dir:  # a directory it cannot use fails before Spark starts
         master = session_master() or remote_url(config.remote) or config.master
-        check_recovery_storage(config.recovery_dir, master, config.recovery_shared)
+        directory = check_recovery_storage(config.recovery_dir, master, config.recovery_shared)
     plan = build_plan(flow)
+    if directory is None:
+        return _run_planned(flow, plan, config)
+    # One run per recovery directory, and only one whose files add up (see
+    # engine/recovery_lock.py and engine/recovery_check.py): before Spark starts.
+    with hold(directory) as lock:
+        committed = check_recovery_directory(directory, plan)
+        return _run_planned(flow, plan, config, lock, resuming=committed is not None)
+
+
+def _run_planned(
+    flow: Dataflow,
+    plan: Plan,
+    config: RunConfig,
+    lock: RecoveryLock | None = None,
+    resuming: bool = False,
+) -> RunReport:
+    """:func:`run_flow` once the flow is planned (and its recovery directory held)."""
+    from flowspark.engine.progress import watch_run
+    from flowspark.engine.session import get_session, session_parallelism
+
     _check_connectors(plan)
     _register_user_modules(plan)
     spark = get_session(
@@ -340,7 +361,7 @@ def run_flow(flow: Dataflow, config: RunConfig | None = None) -> RunReport:
             )
         )
         config = dataclasses.replace(config, listeners=[*watchers, *config.listeners])
-        report = _execute(spark, compiled, config, parallelism, flow.services)
+        report = _execute(spark, compiled, config, parallelism, flow.services, lock, resuming)
     _warn_unrouted_late(plan, report)
     return report
 
@@ -351,12 +372,18 @@ def _execute(
     config: RunConfig,
     parallelism: int,
     services: Sequence[Any] = (),
+    lock: RecoveryLock | None = None,
+    resuming: bool = False,
 ) -> RunReport:
-    """Map the compiled levels onto Spark (a stream, or one batch job) and run them."""
+    """Map the compiled levels onto Spark (a stream, or one batch job) and run them.
+
+    ``lock``: this run's hold on the recovery directory, checked before each batch
+    is written; ``resuming``: Spark has committed batches there."""
     from flowspark.engine import bounded
-    from flowspark.engine.errors import clean_spark_error
+    from flowspark.engine.errors import FlowRunError, clean_spark_error
+    from flowspark.engine.recovery_damage import name_damage
     from flowspark.engine.session import callback_connections, close_callback_connections
-    from flowspark.engine.sink import BatchDispatcher
+    from flowspark.engine.sink import SINKS_DIR, BatchDispatcher
 
     with _run_directory(config) as (scratch, checkpoint):
         spill_dir = scratch if _local(spark) else None
@@ -382,7 +409,13 @@ def _execute(
             listeners.append(ProgressLog(os.environ["FLOWSPARK_PROGRESS_LOG"]))
         figures = _handler_figures(compiled) if _local(spark) else None
         hub = ProgressHub(listeners, streamed, figures)
-        dispatcher = BatchDispatcher(compiled.plan, checkpoint.child("flowspark-sinks"), hub)
+        dispatcher = BatchDispatcher(
+            compiled.plan,
+            checkpoint.child(SINKS_DIR),
+            hub,
+            guard=lock.check if lock is not None else None,
+            resuming=resuming,
+        )
         connections = callback_connections()
         try:
             with _ctrl_c_flag() as interrupted:
@@ -395,6 +428,8 @@ def _execute(
             raise
         except Exception as exc:
             error = dispatcher.error or clean_spark_error(exc)
+            if isinstance(error, FlowRunError):  # not the user's: a damaged directory?
+                error = name_damage(f"{exc}\n{error}", checkpoint) or error
             error.__suppress_context__ = True  # keep __cause__ (the user's error), drop Spark's
             raise error  # noqa: B904 - the cause is set deliberately above
         finally:

@@ -7,6 +7,10 @@ Partitioned outputs are exactly-once: after a batch is written and flushed,
 the parts' snapshots are saved (atomically, keeping the previous generation) in
 the checkpoint directory. If Spark replays that batch after a crash, the parts
 are rebuilt from the snapshots taken *before* it, so nothing is written twice.
+A part is only ever rebuilt from the snapshot of the batch just before the one
+being written (or fresh for batch 0): a snapshot that is missing, unreadable or of
+another batch stops the run with one line naming the file, and the output is left
+as it is (see :mod:`flowspark.engine.recovery_check`).
 """
 
 from __future__ import annotations
@@ -16,11 +20,16 @@ import gc
 import os
 import pickle
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from flowspark.api.outputs import DynamicOutput, Output, PartitionedOutput
-from flowspark.engine.errors import clean_spark_error
+from flowspark.engine.errors import (
+    RECOVERY_CHOICES,
+    FlowRunError,
+    RecoveryDirectoryError,
+    clean_spark_error,
+)
 from flowspark.plan.graph import Plan
 from flowspark.runtime.codec import (
     LATE_COUNT_PORT,
@@ -33,18 +42,65 @@ from flowspark.runtime.codec import (
 from flowspark.runtime.errors import StepError, user_error
 from flowspark.runtime.storage import Location, read_bytes, write_bytes_atomic
 
-__all__ = ["BatchDispatcher", "FlowFailed"]
+__all__ = ["SINKS_DIR", "BatchDispatcher", "FlowFailed", "load_generations"]
+
+# The folder of the recovery directory that holds the sinks' snapshots and tokens.
+SINKS_DIR = "flowspark-sinks"
+# ``{"prev": (batch id, part states) | None, "last": ...}``: an output's snapshots.
+Generations = dict[str, tuple[int, list[Any]] | None]
 
 
 class FlowFailed(Exception):
     """Raised inside ``foreachBatch`` to stop the query; the real error is kept aside."""
 
 
+def load_generations(location: Location) -> Generations | None:
+    """An output's snapshots kept at ``location`` (None: no file); ``ValueError``
+    saying why when the file is not such snapshots."""
+    saved = read_bytes(location)
+    if saved is None:
+        return None
+    try:
+        generations = pickle.loads(saved)
+    except Exception as exc:
+        raise ValueError(f"{type(exc).__name__}: {exc}") from None
+    ok = isinstance(generations, dict) and set(generations) == {"prev", "last"}
+    for generation in generations.values() if ok else ():
+        ok = ok and (
+            generation is None
+            or (isinstance(generation, tuple) and len(generation) == 2)
+            and isinstance(generation[0], int)
+        )
+    if not ok:
+        raise ValueError("not a flowspark sink snapshot")
+    return generations
+
+
+def _refused(what: str) -> RecoveryDirectoryError:
+    return RecoveryDirectoryError(
+        f"the recovery directory does not add up: {what}; nothing was written. "
+        f"{RECOVERY_CHOICES[0].upper()}{RECOVERY_CHOICES[1:]}"
+    )
+
+
 class _DynamicWriter:
-    def __init__(self, output: DynamicOutput, token_path: Location | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        output: DynamicOutput,
+        token_path: Location | os.PathLike[str],
+        resuming: bool = False,
+    ) -> None:
         self.sink = output.build(0, 1)
         self.begin_batch = getattr(self.sink, "begin_batch", None)
-        self.token = _run_token(Location.parse(token_path)) if self.begin_batch is not None else ""
+        try:
+            self.token = (
+                _run_token(Location.parse(token_path), resuming)
+                if self.begin_batch is not None
+                else ""
+            )
+        except BaseException:
+            self.sink.close()
+            raise
 
     def begin(self, batch_id: int) -> None:
         if self.begin_batch is not None:
@@ -68,10 +124,13 @@ class _PartitionedWriter:
             raise ValueError(f"{type(output).__name__}.list_parts() returned no parts")
         self.state_path = state_path = Location.parse(state_path)
         self.parts: list[Any] | None = None
-        self.generations: dict[str, tuple[int, list[Any]] | None] = {"prev": None, "last": None}
-        saved = read_bytes(state_path)
+        self.generations: Generations = {"prev": None, "last": None}
+        try:
+            saved = load_generations(state_path)
+        except ValueError as exc:
+            raise _refused(f"the sink snapshot {state_path.shown} cannot be read ({exc})") from None
         if saved is not None:
-            self.generations = pickle.loads(saved)
+            self.generations = saved
 
     def _open(self, states: list[Any] | None) -> None:
         if self.parts is not None:
@@ -83,15 +142,27 @@ class _PartitionedWriter:
         ]
 
     def begin(self, batch_id: int) -> None:
-        last = self.generations["last"]
-        if last is not None and last[0] >= batch_id:  # a replay: rewind to before it
-            prev = self.generations["prev"]
-            if prev is not None and prev[0] >= batch_id:
-                prev = None  # no generation from before this batch: start fresh
+        last, prev = self.generations["last"], self.generations["prev"]
+        replay = last is not None and last[0] >= batch_id
+        if not replay and self.parts is not None:
+            return  # the next batch of this run
+        # The parts are (re)built from the state after batch ``batch_id - 1``, and
+        # only from that: another one would cut the output back to the wrong place.
+        resume = prev if replay else last
+        before = resume[0] if resume is not None else -1
+        if before != batch_id - 1:
+            kept = [str(g[0]) for g in (prev, last) if g is not None]
+            held = f"micro-batches {' and '.join(kept)}" if kept else "no micro-batch"
+            what = (
+                f"the sink snapshot {self.state_path.shown} holds {held}, not the state "
+                f"after micro-batch {batch_id - 1} that Spark resumes from"
+            )
+            if self.parts is None:
+                raise _refused(what)
+            raise FlowRunError(f"{what}: {RECOVERY_CHOICES}")
+        if replay:
             self.generations = {"prev": None, "last": prev}
-            self._open(prev[1] if prev else None)
-        elif self.parts is None:
-            self._open(last[1] if last else None)
+        self._open(resume[1] if resume is not None else None)
 
     def write(self, items: list[Any]) -> None:
         assert self.parts is not None
@@ -118,23 +189,30 @@ class _PartitionedWriter:
         self.parts = None
 
 
-def _run_token(location: Location) -> str:
+def _run_token(location: Location, resuming: bool = False) -> str:
     """A random token made once per recovery directory (kept at ``location``): a sink
     that names what it writes by it, the batch id and a position names a replayed
-    batch's items as the first attempt did, and another run's items differently."""
+    batch's items as the first attempt did, and another run's items differently.
+    ``resuming`` (Spark has committed batches) needs the token made before: a new
+    one would name a replayed batch's items anew."""
     saved = read_bytes(location)
     if saved is not None:
         return saved.decode().strip()
+    if resuming:
+        raise _refused(
+            f"the run token {location.shown} is missing but Spark has committed "
+            "micro-batches, so a replayed batch's writes would not be known as repeats"
+        )
     token = os.urandom(6).hex()
     write_bytes_atomic(location, token.encode())
     return token
 
 
-def _writer(output: Output, step_id: str, state_dir: Location) -> Any:
+def _writer(output: Output, step_id: str, state_dir: Location, resuming: bool = False) -> Any:
     if isinstance(output, PartitionedOutput):
         return _PartitionedWriter(output, state_dir.child(f"{step_id}.pickle"))
     if isinstance(output, DynamicOutput):
-        return _DynamicWriter(output, state_dir.child(f"{step_id}.token"))
+        return _DynamicWriter(output, state_dir.child(f"{step_id}.token"), resuming)
     raise TypeError(
         f"output {step_id!r}: {type(output).__name__} must subclass PartitionedOutput "
         "or DynamicOutput"
@@ -160,18 +238,35 @@ class BatchDispatcher:
     """``foreachBatch`` function: route a micro-batch's rows to the flow's sinks.
 
     What each batch read, wrote and found late goes to ``hub`` (see engine/observe.py).
+    ``guard`` is called before each batch is written and raises to stop the run (this
+    run no longer holds the recovery directory, see engine/recovery_lock.py);
+    ``resuming``: Spark has committed batches in the recovery directory.
     """
 
-    def __init__(self, plan: Plan, state_dir: Location | str, hub: Any = None) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        state_dir: Location | str,
+        hub: Any = None,
+        guard: Callable[[], None] | None = None,
+        resuming: bool = False,
+    ) -> None:
         self.hub = hub
         self.plan = plan
+        self.guard = guard
         self.state_dir = state_dir = Location.parse(state_dir)
         self.writers: dict[int, Any] = {}
         self.step_ids: dict[int, str] = {}
-        for o in plan.outputs:
-            step = plan.step(o)
-            self.step_ids[plan.sink_ports[o]] = step.step_id
-            self.writers[plan.sink_ports[o]] = _writer(step.args["output"], step.step_id, state_dir)
+        try:
+            for o in plan.outputs:
+                step = plan.step(o)
+                self.step_ids[plan.sink_ports[o]] = step.step_id
+                self.writers[plan.sink_ports[o]] = _writer(
+                    step.args["output"], step.step_id, state_dir, resuming
+                )
+        except BaseException:
+            self.close()
+            raise
         self.error: BaseException | None = None
         self.batches = 0
 
@@ -197,6 +292,8 @@ class BatchDispatcher:
         self.batches += 1
 
     def _dispatch(self, table: Any, batch_id: int) -> None:
+        if self.guard is not None:
+            self.guard()
         writers = self.writers
         read: dict[str, int] = {}
         written: dict[str, int] = {}

@@ -662,7 +662,8 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     """The stream reader; the planning process keeps one per query run.
 
     Offsets: ``{"inputs": {entry: input offsets}, "t": batch time (ms), "eof":
-    the end was announced, "whole": the whole input is in this first batch}``.
+    the end was announced, "whole": the whole input is in this first batch,
+    "steps": {entry: step id}}``.
     """
 
     def __init__(self, spec_option: tuple[str, str], spec: SourceSpec) -> None:
@@ -763,7 +764,9 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def _note_input_figures(self, offsets: dict, data: dict) -> None:
         """Record in the offsets what each live input holds beyond them, and how much of
         each finite input they have read (Spark's query progress carries the end
-        offsets to the run's progress display)."""
+        offsets to the run's progress display), and each input's step id (for
+        ``python -m flowspark.recovery inspect``)."""
+        offsets["steps"] = {entry: m.spec.step_id for entry, m in self._managers().items()}
         backlog, read = {}, {}
         for entry, manager in self._managers().items():
             if not isinstance(manager, _SeekableOffsets):

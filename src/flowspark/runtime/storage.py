@@ -274,11 +274,14 @@ def read_bytes(location: Location) -> bytes | None:
 def write_bytes_atomic(location: Location, data: bytes) -> None:
     """Replace the file with ``data`` so that a reader sees the old or the new bytes,
     never a part: a local file is written beside, synced and renamed; an object
-    store's put is atomic; HDFS and others write beside and move."""
+    store's put is atomic; HDFS and others write beside and move. The file beside
+    has a name of its own per write, so that writers racing for one file (runs
+    taking a recovery directory's lease) do not write into each other's."""
+    unique = f".{os.getpid()}-{os.urandom(4).hex()}.tmp"
     if location.is_local:
         path = Path(location.path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
+        tmp = path.with_name(path.name + unique)
         with open(tmp, "wb") as f:
             f.write(data)
             f.flush()
@@ -294,7 +297,7 @@ def write_bytes_atomic(location: Location, data: bytes) -> None:
             return
         parent = location.path.rsplit("/", 1)[0]
         fs.create_dir(parent, recursive=True)
-        tmp = location.path + ".tmp"
+        tmp = location.path + unique
         with fs.open_output_stream(tmp) as f:
             f.write(data)
         fs.move(tmp, location.path)

@@ -1,0 +1,204 @@
+"""Readers of the files a recovery directory holds, for ``python -m flowspark.recovery``.
+
+Pure Python, no Spark: each function reads one kind of file far enough to say what
+it holds or why it is damaged, and never runs code stored in it (a sink snapshot
+is a pickle: :func:`peek_pickle` rebuilds it with stand-ins for every class that is
+not a plain Python value).
+
+The formats:
+
+* Spark's offsets and commit logs (``offsets/N``, ``commits/N``): a version line
+  (``v1``), then JSON lines. An offsets file has the batch's metadata
+  (``batchWatermarkMs``, ``batchTimestampMs``, ``conf``), then one line per source
+  (``-`` for a source without offsets).
+* State-store files: ``N.delta``, ``N.snapshot``, ``N.changelog`` (state version
+  ``N``, after batch ``N - 1``; LZ4 block streams, checked by
+  :mod:`flowspark.engine.recovery_damage`), RocksDB checkpoints ``N.zip`` and tables
+  ``*.sst`` (an 8-byte magic number ends each).
+* The HTTP source's journal (see :mod:`flowspark.connectors.http`): ``FSPKHTJ1``, then
+  records ``u32 length | u32 CRC-32 | body``.
+
+>>> parse_log(b'v1\\n{"batchTimestampMs": 5}\\n-')
+('v1', [{'batchTimestampMs': 5}, None])
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import pickle
+import re
+import struct
+import zlib
+from typing import IO, Any
+
+__all__ = [
+    "LogFileError",
+    "Opaque",
+    "journal_problem",
+    "journal_synced",
+    "parse_log",
+    "peek_pickle",
+    "sst_problem",
+    "state_file_version",
+]
+
+
+class LogFileError(ValueError):
+    """A Spark log file (offsets, commits) that does not parse."""
+
+
+def parse_log(data: bytes) -> tuple[str, list[Any]]:
+    """A Spark metadata log file's version line and its JSON lines (``None`` for a
+    ``-`` line); :class:`LogFileError` saying what is wrong otherwise.
+
+    >>> parse_log(b'v1\\n{"nextBatchWatermarkMs":0}')
+    ('v1', [{'nextBatchWatermarkMs': 0}])
+    >>> try:
+    ...     parse_log(b'v1\\n{"nextBatchWater')
+    ... except LogFileError as exc:
+    ...     print(exc)
+    line 2 is not JSON (truncated?)
+    """
+    if not data:
+        raise LogFileError("empty file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise LogFileError(f"not UTF-8 text (byte {exc.start})") from None
+    lines = text.split("\n")
+    version = lines[0]
+    if not re.fullmatch(r"v[0-9]+", version):
+        raise LogFileError(f"first line is {version[:20]!r}, not a version such as 'v1'")
+    values: list[Any] = []
+    for number, line in enumerate(lines[1:], start=2):
+        if line == "-":
+            values.append(None)
+            continue
+        if not line and number == len(lines):
+            continue  # a trailing newline
+        try:
+            values.append(json.loads(line))
+        except ValueError:
+            raise LogFileError(f"line {number} is not JSON (truncated?)") from None
+    return version, values
+
+
+# -- RocksDB ----------------------------------------------------------------------------
+
+# The magic numbers that end an SST file (block-based, legacy block-based, plain table).
+_SST_MAGICS = {0x88E241B785F4CFF7, 0xDB4775248B80FB57, 0x8242229663BF9564}
+
+
+def sst_problem(f: IO[bytes], size: int) -> str | None:
+    """Why a RocksDB table file is damaged (its footer's magic number is not at its
+    end), or ``None``."""
+    if size < 8:
+        return f"truncated: {size} bytes"
+    f.seek(size - 8)
+    (magic,) = struct.unpack("<Q", f.read(8))
+    return None if magic in _SST_MAGICS else "truncated: no table footer at its end"
+
+
+_STATE_FILE = re.compile(r"([0-9]+)(?:_[0-9A-Za-z-]+)?\.(delta|snapshot|changelog|zip)")
+
+
+def state_file_version(name: str) -> tuple[int, str] | None:
+    """The state version and kind of a state-store file name (``5.delta``,
+    ``12.zip``, ``7_<uuid>.changelog``), ``None`` for other files.
+
+    >>> state_file_version("5.changelog"), state_file_version("000008-ab.sst")
+    ((5, 'changelog'), None)
+    """
+    match = _STATE_FILE.fullmatch(name)
+    return (int(match[1]), match[2]) if match else None
+
+
+# -- pickles, without running what they name ----------------------------------------------
+
+
+class Opaque:
+    """Stands for an object of a class :func:`peek_pickle` does not rebuild."""
+
+    qualname = "?"
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Opaque:
+        return object.__new__(cls)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.args = args
+
+    def __setstate__(self, state: Any) -> None:
+        self.state = state
+
+    def __repr__(self) -> str:
+        return f"<{self.qualname}>"
+
+
+_PLAIN = {
+    ("builtins", name)
+    for name in ("set", "frozenset", "bytearray", "complex", "slice", "range", "object")
+} | {("datetime", name) for name in ("datetime", "date", "time", "timedelta", "timezone")}
+
+
+class _PeekUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in _PLAIN:
+            return super().find_class(module, name)
+        return type(name, (Opaque,), {"qualname": f"{module}.{name}"})
+
+
+def peek_pickle(data: bytes) -> Any:
+    """The object pickled in ``data``, with an :class:`Opaque` stand-in for every
+    object whose class is not a plain Python value (no user code runs); raises
+    ``pickle.UnpicklingError`` (or ``EOFError``, ``ValueError``) on a damaged pickle.
+
+    >>> import collections
+    >>> peek_pickle(pickle.dumps({"last": (4, [10920])}))
+    {'last': (4, [10920])}
+    >>> peek_pickle(pickle.dumps(collections.Counter()))
+    <collections.Counter>
+    """
+    return _PeekUnpickler(io.BytesIO(data)).load()
+
+
+# -- the HTTP source's journal ----------------------------------------------------------------
+
+_JOURNAL_MAGIC = b"FSPKHTJ1"
+_JOURNAL_RECORD = struct.Struct("<II")  # body length, CRC-32 of the body
+_JOURNAL_MIN_BODY = 16
+_SYNCED = struct.Struct("<QQ")
+
+
+def journal_synced(data: bytes | None) -> int | None:
+    """The fsync'ed length in a journal's ``.synced`` file (``None``: none, or unreadable).
+
+    >>> journal_synced(_SYNCED.pack(1234, ~1234 & (1 << 64) - 1))
+    1234
+    """
+    if data is None or len(data) < _SYNCED.size:
+        return None
+    length, check = _SYNCED.unpack_from(data)
+    return length if length == ~check & (1 << 64) - 1 else None
+
+
+def journal_problem(f: IO[bytes], size: int, synced: int | None) -> tuple[int, str | None]:
+    """The number of complete, valid records of the HTTP source journal in ``f``
+    (``size`` bytes) and why it is damaged, or ``None``: a bad record before the
+    ``synced`` length, or not a journal (a torn tail past it is normal after a crash;
+    the server cuts it off when it starts)."""
+    f.seek(0)
+    if f.read(len(_JOURNAL_MAGIC)) != _JOURNAL_MAGIC:
+        return 0, "not an HTTP source journal (no FSPKHTJ1 header)"
+    pos, records = len(_JOURNAL_MAGIC), 0
+    while pos + _JOURNAL_RECORD.size <= size:
+        length, crc = _JOURNAL_RECORD.unpack(f.read(_JOURNAL_RECORD.size))
+        if length < _JOURNAL_MIN_BODY or pos + _JOURNAL_RECORD.size + length > size:
+            break
+        if zlib.crc32(f.read(length)) != crc:
+            break
+        pos += _JOURNAL_RECORD.size + length
+        records += 1
+    if synced is not None and pos < synced:
+        return records, f"damaged: valid records end at byte {pos}, but {synced} bytes were synced"
+    return records, None
