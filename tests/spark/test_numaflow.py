@@ -143,13 +143,15 @@ class Counting(Accumulator):
 
 
 def test_accumulator_stream_ends_when_the_key_idles_and_a_later_datum_opens_a_new_handler():
-    # timeout 0: a key is idle as soon as a micro-batch passes without its datums,
-    # so each micro-batch (3 datums) is one handler's whole stream.
+    # On the per-key clock with timeout 0, a key is idle as soon as a micro-batch
+    # passes without its datums, so each micro-batch (3 datums) is one handler's
+    # whole stream. (On the vertex watermark, the default, a key that keeps sending
+    # stays open: the watermark never passes its latest event time.)
     items = [datum("a", s, b"x") for s in range(8)]
     flow = Dataflow()
     flow.input("inp", TestingInput(items, batch_size=3))
     out: list = []
-    flow.accumulate("acc", Counting, timedelta(0), init_args=("n",))
+    flow.accumulate("acc", Counting, timedelta(0), init_args=("n",), clock="key")
     flow.output("out", TestingOutput(out))
     run_main(flow, epoch_interval=PER_BATCH)
     assert [d.value for d in out] == [b"n:3", b"n:3", b"n:2"]
@@ -274,12 +276,14 @@ def test_reduce_stream_sliding_windows_and_late_datums_routed():
         start = md.interval_window.start
         await output.put(ReduceMessage(f"{start:%M:%S}={n}".encode(), keys=keys))
 
-    # 0..19 s, then a datum at 2 s: its windows closed long ago -> late.
+    # 0..19 s, then a datum at 2 s: its windows closed long ago on the key's clock ->
+    # late. (On the vertex watermark it would carry the least event time read before
+    # its micro-batch, 7 s, and window [0, 10) would still be open.)
     items = [datum("k", s, b"v") for s in range(20)] + [datum("k", 2, b"late")]
     flow = Dataflow()
     inp = flow.input("inp", TestingInput(items, batch_size=7))
     win = SlidingWindow(length=timedelta(seconds=10), offset=timedelta(seconds=5))
-    results = inp.reduce_stream("slide", total, win)
+    results = inp.reduce_stream("slide", total, win, clock="key")
     out: list = []
     late: list = []
     results.output("out", TestingOutput(out))

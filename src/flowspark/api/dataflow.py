@@ -293,6 +293,7 @@ class Stream:
         init_kwargs: dict[str, Any] | None = None,
         *,
         watermark_delay: timedelta = timedelta(0),
+        clock: str | None = None,
     ) -> WindowStream:
         """Numaflow reduce stream: ``handler(keys, datums, output, md)`` per key and window.
 
@@ -303,7 +304,7 @@ class Stream:
         minus ``allowed_lateness`` reaches the end). A ``ReduceStreamer`` subclass
         gets a new instance per key and window (``init_args``/``init_kwargs``);
         a ``Reducer`` (non-stream) emits only at the close. Datums whose windows
-        have all closed go to ``.late``.
+        have all closed go to ``.late``. ``clock``: see :meth:`accumulate`.
         """
         from flowspark.api.window import SlidingWindow, TumblingWindow
 
@@ -317,6 +318,7 @@ class Stream:
             )
         _check_duration("reduce_stream", step_id, "allowed_lateness", allowed_lateness)
         _check_duration("reduce_stream", step_id, "watermark_delay", watermark_delay)
+        _check_clock("reduce_stream", step_id, clock)
         factory = _reduce_factory(handler, init_args, init_kwargs)
         keyed_items = self._key_datums(f"reduce_stream {step_id!r}", f"{step_id}.key", keyed)
         args = {
@@ -324,6 +326,7 @@ class Stream:
             "window_config": window,
             "allowed_lateness": allowed_lateness,
             "watermark_delay": watermark_delay,
+            "clock": clock,
         }
         step = self._flow._add_step(
             "reduce_stream", step_id, keyed_items._ports, {"handler": handler}, args
@@ -339,16 +342,25 @@ class Stream:
         init_kwargs: dict[str, Any] | None = None,
         *,
         watermark_delay: timedelta = timedelta(0),
+        clock: str | None = None,
     ) -> Stream:
         """Numaflow accumulator: one ``handler(datums, output)`` per key, for as long as
         the key is active.
 
         The handler reads the key's datums in arrival order, each carrying the
-        key's current watermark (latest event time - ``watermark_delay``), and
-        puts ``Message``s (e.g. ``Message.from_datum(d)``) whenever it likes; its
-        stream ends when the watermark passes the key's latest event time +
-        ``timeout``, or at the end of a bounded input. An ``Accumulator``
-        subclass gets a new instance per key (``init_args``/``init_kwargs``).
+        watermark, and puts ``Message``s (e.g. ``Message.from_datum(d)``)
+        whenever it likes; its stream ends when the watermark passes the key's
+        latest event time + ``timeout``, or at the end of a bounded input. An
+        ``Accumulator`` subclass gets a new instance per key
+        (``init_args``/``init_kwargs``).
+
+        ``clock``: the watermark, as in a Numaflow vertex, is one for all keys
+        (``"vertex"``, the default): the least over the input parts of the event
+        times they sent, minus ``watermark_delay``, so a key times out while
+        others are busy. ``"key"``: each key's own latest event time minus
+        ``watermark_delay``, and a key without datums for ``timeout`` of system
+        time ends. A flow has one clock: it is per key when a step asks for it or
+        the flow has bytewax keyed steps.
         """
         from flowspark.api.udf.servers import handler_factory
 
@@ -358,9 +370,15 @@ class Stream:
                 f"accumulate {step_id!r}: timeout must be a timedelta >= 0; got {timeout!r}"
             )
         _check_duration("accumulate", step_id, "watermark_delay", watermark_delay)
+        _check_clock("accumulate", step_id, clock)
         factory = handler_factory(handler, "accumulate", tuple(init_args), init_kwargs)
         keyed_items = self._key_datums(f"accumulate {step_id!r}", f"{step_id}.key", True)
-        args = {"factory": factory, "timeout": timeout, "watermark_delay": watermark_delay}
+        args = {
+            "factory": factory,
+            "timeout": timeout,
+            "watermark_delay": watermark_delay,
+            "clock": clock,
+        }
         step = self._flow._add_step(
             "accumulate", step_id, keyed_items._ports, {"handler": handler}, args
         )
@@ -404,6 +422,11 @@ class Stream:
     ) -> Stream:
         step = self._flow._add_step(kind, step_id, self._ports, fns, args)
         return Stream(self._flow, Port(step))
+
+
+def _check_clock(kind: str, step_id: str, clock: Any) -> None:
+    if clock not in (None, "vertex", "key"):
+        raise ValueError(f"{kind} {step_id!r}: clock must be 'vertex' or 'key'; got {clock!r}")
 
 
 def _check_step_id(kind: str, step_id: Any) -> None:

@@ -236,7 +236,9 @@ class _CSVSplit(Split):
         with Location.parse(self.path).open_read() as f:
             header_end, fieldnames = _csv_header(f, self.fmtparams, self.path)
             f.seek(max(self.start, header_end))
-            reader = csv.DictReader(_lines_with_end(f, self.end, self.path), fieldnames, **self.fmtparams)
+            reader = csv.DictReader(
+                _lines_with_end(f, self.end, self.path), fieldnames, **self.fmtparams
+            )
             rows: list[dict[str, str]] = []
             for row in reader:
                 rows.append(row)

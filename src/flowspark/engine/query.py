@@ -384,8 +384,10 @@ def _execute(
     from flowspark.engine.recovery_damage import name_damage
     from flowspark.engine.session import callback_connections, close_callback_connections
     from flowspark.engine.sink import SINKS_DIR, BatchDispatcher
+    from flowspark.engine.vertex_marks import MARKS_FILE
 
     with _run_directory(config) as (scratch, checkpoint):
+        marks_at = checkpoint.child(MARKS_FILE) if compiled.vertex_marks else None
         spill_dir = scratch if _local(spark) else None
         whole = _batch_job_reads(compiled, config, spill_dir, parallelism)
         streamed = whole is None
@@ -397,7 +399,7 @@ def _execute(
                 return bounded.keyed_level(df, processor, compiled.key_partitions, wall_ms)
 
         else:
-            df = _stream_frame(spark, compiled, config, scratch, spill_dir, parallelism)
+            df = _stream_frame(spark, compiled, config, scratch, spill_dir, parallelism, marks_at)
             apply_keyed = _keyed_stream_level
         df = _apply_levels(df, compiled.levels, apply_keyed, parallelism)
 
@@ -415,6 +417,7 @@ def _execute(
             hub,
             guard=lock.check if lock is not None else None,
             resuming=resuming,
+            marks_at=marks_at,
         )
         connections = callback_connections()
         try:
@@ -538,9 +541,12 @@ def _stream_frame(
     scratch: Path,
     spill_dir: Path | None,
     parallelism: int,
+    marks_at: Location | None = None,
 ) -> Any:
     """The flow's inputs as one streaming DataFrame: ONE Python data source reads
-    them all, so the flow's clock ends only when every input has ended."""
+    them all, so the flow's clock ends only when every input has ended.
+
+    ``marks_at``: the file of the vertex watermark (engine/vertex_marks.py)."""
     from flowspark.engine.source import InputSpec, SourceSpec
 
     inputs = [
@@ -566,6 +572,7 @@ def _stream_frame(
         trigger_ms=int(trigger.total_seconds() * 1000) if trigger else 0,
         max_batch_items=config.max_batch_items,
         event_time=compiled.event_time,
+        vertex_marks=marks_at.spec if marks_at is not None else None,
     )
     from flowspark.engine.compat import is_connect
 

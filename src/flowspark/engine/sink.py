@@ -30,13 +30,16 @@ from flowspark.engine.errors import (
     RecoveryDirectoryError,
     clean_spark_error,
 )
+from flowspark.engine.vertex_marks import VertexMarks
 from flowspark.plan.graph import Plan
 from flowspark.runtime.codec import (
+    EVENT_TIME_PORT,
     LATE_COUNT_PORT,
     MARKER_PORT,
     READ_COUNT_PORT,
     STDOUT_PORT,
     decode_count,
+    decode_event_times,
     decode_items,
 )
 from flowspark.runtime.errors import StepError, user_error
@@ -250,8 +253,12 @@ class BatchDispatcher:
         hub: Any = None,
         guard: Callable[[], None] | None = None,
         resuming: bool = False,
+        marks_at: Location | None = None,
     ) -> None:
         self.hub = hub
+        # The vertex watermark's file, kept per batch (engine/vertex_marks.py).
+        self.marks_at = marks_at
+        self.marks = VertexMarks.load(marks_at) if marks_at is not None else None
         self.plan = plan
         self.guard = guard
         self.state_dir = state_dir = Location.parse(state_dir)
@@ -308,6 +315,10 @@ class BatchDispatcher:
                 continue
             if port == MARKER_PORT:
                 continue
+            if port == EVENT_TIME_PORT:
+                if self.marks is not None:
+                    self.marks.add(*decode_event_times(data))
+                continue
             if port in (LATE_COUNT_PORT, READ_COUNT_PORT):
                 step_id, count = decode_count(data)
                 counts = late if port == LATE_COUNT_PORT else read
@@ -329,6 +340,9 @@ class BatchDispatcher:
         sys.stdout.flush()
         for writer in writers.values():
             writer.commit(batch_id)
+        if self.marks is not None and self.marks.end_batch():
+            assert self.marks_at is not None
+            self.marks.save(self.marks_at)  # before Spark commits the batch
         if self.hub is not None:
             self.hub.batch_written(batch_id, read, written, late)
 

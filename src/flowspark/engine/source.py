@@ -62,6 +62,7 @@ from flowspark.api.inputs import (
     Split,
 )
 from flowspark.api.udf.times import to_ms
+from flowspark.engine.vertex_marks import VertexMarks
 from flowspark.runtime import pickling
 from flowspark.runtime.codec import (
     MARKER_PORT,
@@ -71,6 +72,7 @@ from flowspark.runtime.codec import (
     encode_items,
 )
 from flowspark.runtime.errors import step_failure
+from flowspark.runtime.storage import Location
 from flowspark.runtime.windowing import EOF_MS
 
 __all__ = ["FlowsparkSource", "InputSpec", "SourceSpec", "whole_input_splits"]
@@ -122,6 +124,9 @@ class SourceSpec:
     # Every input has a Numaflow source watermark: rows carry the flow's watermark
     # (the least over every input part) as their time instead of the wall clock.
     event_time: bool = False
+    # Or the flow runs on the vertex watermark of its datums' event times, kept by the
+    # driver in this file (engine/vertex_marks.py); rows carry it as their time.
+    vertex_marks: str | None = None
 
 
 def _now() -> float:
@@ -676,6 +681,7 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self.trigger_ms = spec.trigger_ms
         self.max_batch_items = spec.max_batch_items
         self.event_time = spec.event_time
+        self.vertex_marks = spec.vertex_marks
         self._offsets: dict[str, Any] | None = None
 
     # -- planning process (driver side) ----------------------------------------
@@ -755,8 +761,11 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         now = _ms(_now())
         t = max(now, start["t"])
         offsets = self._next_offsets(start, begun, data, ended, t)
-        if self.event_time and offsets is not start and offsets["t"] != EOF_MS:
-            offsets["wm"] = self._flow_watermark(data, start)
+        if offsets is not start and offsets["t"] != EOF_MS:
+            if self.event_time:
+                offsets["wm"] = self._flow_watermark(data, start)
+            elif self.vertex_marks is not None:
+                offsets["wm"] = self._vertex_watermark(data, start)
         if offsets is not start:
             self._note_input_figures(offsets, data)
         return offsets
@@ -811,6 +820,17 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         live = [w for w in marks if w is not None]
         before = start.get("wm", MIN_WATERMARK)
         return max(min(live), before) if live else before
+
+    def _vertex_watermark(self, data: dict, start: dict) -> int:
+        """The vertex watermark the driver last kept (see engine/vertex_marks.py), over
+        the inputs that have not ended; it never goes back."""
+        assert self.vertex_marks is not None
+        marks = VertexMarks.load(Location.parse(self.vertex_marks))
+        managers = self._managers().items()
+        ended = {m.spec.step_id for e, m in managers if e in data and m.ended(data[e])}
+        mark = marks.watermark(ended)
+        before = start.get("wm", MIN_WATERMARK)
+        return before if mark is None else max(mark, before)
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         ts = WHOLE_INPUT_MS if end.get("whole") else end["t"]

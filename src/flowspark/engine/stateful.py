@@ -285,6 +285,8 @@ class LevelProcessor(StatefulProcessor):
         # Values stay encoded until their key's turn: one key's values in memory at once.
         by_key = keys_in_rows(datas)
         total, text = Outcome(None), b""
+        if getattr(logic, "vertex_clock", False):  # one watermark for all: none yet
+            now = WHOLE_INPUT_MS
         # In key order, as Spark hands keys over when they travel one by one.
         for user_key in sorted(by_key):
             decoded = [(order, decode_items(data)) for order, data in by_key.pop(user_key)]

@@ -41,12 +41,15 @@ __all__ = [
     "MARKER_PORT",
     "LATE_COUNT_PORT",
     "READ_COUNT_PORT",
+    "EVENT_TIME_PORT",
     "KEY_SEPARATOR",
     "WHOLE_INPUT_MS",
     "BUCKET_SEPARATOR",
     "STATE_BUCKET_SEPARATOR",
     "encode_count",
     "decode_count",
+    "encode_event_times",
+    "decode_event_times",
     "encode_items",
     "encode_range",
     "decode_items",
@@ -66,6 +69,9 @@ LATE_COUNT_PORT = -3
 # Rows on this port count items read: no key, data = encode_count(input step id, count).
 # (Count rows carry no key so that a later level passes them through untouched.)
 READ_COUNT_PORT = -4
+# Rows on this port carry the event times one input part sent a flow's Numaflow keyed
+# steps in a micro-batch: no key, data = encode_event_times(...) (engine/vertex_marks.py).
+EVENT_TIME_PORT = -5
 # A keyed row's key column is f"{port}{KEY_SEPARATOR}{user key}".
 KEY_SEPARATOR = "\x1f"
 # ... or f"{port}{BUCKET_SEPARATOR}{n}" for all keys bound to one partition (rows of
@@ -96,6 +102,23 @@ def decode_count(data: bytes) -> tuple[str, int]:
     """The ``(step id, count)`` of a count row's data."""
     step_id, count = data.decode().rsplit(KEY_SEPARATOR, 1)
     return step_id, int(count)
+
+
+def encode_event_times(step_id: str, part: int, least: int, latest: int) -> bytes:
+    """An event-time row's data: input ``step_id``'s ``part`` sent datums whose event
+    times (ms) ranged from ``least`` to ``latest``.
+
+    >>> decode_event_times(encode_event_times("inp", 7, -5, 1200))
+    ('inp', 7, -5, 1200)
+    """
+    return f"{step_id}{KEY_SEPARATOR}{part} {least} {latest}".encode()
+
+
+def decode_event_times(data: bytes) -> tuple[str, int, int, int]:
+    """The ``(input step id, part, least ms, latest ms)`` of an event-time row's data."""
+    step_id, figures = data.decode().rsplit(KEY_SEPARATOR, 1)
+    part, least, latest = figures.split()
+    return step_id, int(part), int(least), int(latest)
 
 
 _ORDER = struct.Struct("<q")

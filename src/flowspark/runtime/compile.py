@@ -70,6 +70,9 @@ class CompiledFlow:
     # Every input has a Numaflow source watermark (api/inputs.SourceWatermark): the
     # flow runs on it, and keyed Numaflow steps use it as their vertex watermark.
     event_time: bool = False
+    # Else the flow runs on the vertex watermark of its datums' event times, which
+    # the driver keeps (engine/vertex_marks.py); see :func:`flow_clock`.
+    vertex_marks: bool = False
 
     @property
     def stateful(self) -> bool:
@@ -81,25 +84,22 @@ def compile_flow(plan: Plan, key_partitions: int) -> CompiledFlow:
     """Build and pickle every level's program and keyed logics of ``plan``."""
     from flowspark.runtime.logics import logic_for
 
-    event_time = bool(plan.inputs) and all(
-        _has_source_watermark(plan.step(i).args["input"]) for i in plan.inputs
-    )
-    inputs = [
-        CompiledInput(
-            entry=i,
-            step_id=plan.step(i).step_id,
-            input=plan.step(i).args["input"],
-            program=pickling.dumps(StageProgram.for_level(plan, 0, [i], key_partitions)),
-        )
-        for i in plan.inputs
-    ]
+    clock = flow_clock(plan)
+    event_time, vertex_marks = clock == "source", clock == "marks"
+    inputs = []
+    for i in plan.inputs:
+        reading = StageProgram.for_level(plan, 0, [i], key_partitions)
+        reading.event_times = vertex_marks
+        step = plan.step(i)
+        inputs.append(CompiledInput(i, step.step_id, step.args["input"], pickling.dumps(reading)))
     levels = []
     for level in range(1, plan.top_level + 1):
         entries = plan.entries(level)
         program = pickling.dumps(StageProgram.for_level(plan, level, entries, key_partitions))
         keyed = [i for i in entries if plan.step(i).operator.family == "keyed"]
         if keyed:
-            logics = {i: logic_for(plan.step(i), vertex_clock=event_time) for i in keyed}
+            vertex = clock != "key"
+            logics = {i: logic_for(plan.step(i), vertex_clock=vertex) for i in keyed}
             uses_wal = any(logic.uses_wal for logic in logics.values())
             hosts = tuple(
                 logic.run_id for logic in logics.values() if getattr(logic, "use_host", False)
@@ -110,7 +110,58 @@ def compile_flow(plan: Plan, key_partitions: int) -> CompiledFlow:
         else:
             compiled = CompiledLevel(level, frozenset(entries), program)
         levels.append(compiled)
-    return CompiledFlow(plan, inputs, levels, key_partitions, event_time)
+    return CompiledFlow(plan, inputs, levels, key_partitions, event_time, vertex_marks)
+
+
+def flow_clock(plan: Plan) -> str:
+    """Which clock the flow's keyed Numaflow steps share.
+
+    - ``"source"``: every input has a Numaflow source watermark; rows carry it.
+    - ``"marks"``: the vertex watermark of the datums' event times (set in the flow,
+      e.g. by ``to_datums``), kept by the driver: the default for a flow whose
+      keyed steps are all Numaflow ones.
+    - ``"key"``: a clock per key (its latest event time; idle keys close after
+      their timeout of system time): when a step asks for it (``clock="key"``) or
+      the flow also has bytewax keyed steps (they run on system time).
+    - ``"none"``: no keyed Numaflow step.
+
+    A step that asks for a clock the flow cannot give it is an error.
+    """
+    numaflow, others = [], False
+    for step in plan.steps:
+        if step.operator.family != "keyed":
+            continue
+        if step.operator.state_per_key:
+            numaflow.append(step)
+        else:
+            others = True
+    source = bool(plan.inputs) and all(
+        _has_source_watermark(plan.step(i).args["input"]) for i in plan.inputs
+    )
+    asked = {step.step_id: step.args.get("clock") for step in numaflow}
+    per_key = [s for s, c in asked.items() if c == "key"]
+    vertex = [s for s, c in asked.items() if c == "vertex"]
+    if source:
+        if per_key:
+            raise ValueError(
+                f"step {per_key[0]!r} asks for a clock per key, but every input of the "
+                "flow carries a Numaflow source watermark, which all keyed Numaflow "
+                "steps share; drop clock='key' or the inputs' watermark"
+            )
+        return "source"
+    if vertex and (per_key or others):
+        why = (
+            f"step {per_key[0]!r} asks for a clock per key"
+            if per_key
+            else ("the flow has bytewax keyed steps, which run on system time")
+        )
+        raise ValueError(
+            f"step {vertex[0]!r} asks for the vertex watermark, but {why}; one flow "
+            "has one clock: give every keyed Numaflow step the same clock"
+        )
+    if not numaflow:
+        return "none"
+    return "key" if per_key or others else "marks"
 
 
 def _has_source_watermark(inp: Any) -> bool:

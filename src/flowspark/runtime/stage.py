@@ -150,6 +150,9 @@ class StageProgram:
         self.bucketed = bucketed
         # The input step whose items this program reads (level 0), counted per task.
         self.reads = reads
+        # The flow runs on the vertex watermark of its datums' event times: report
+        # the event times of what leaves for Numaflow keyed steps (engine/vertex_marks).
+        self.event_times = False
 
     @classmethod
     def for_level(

@@ -17,9 +17,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from flowspark.api.udf.times import to_ms as event_ms
 from flowspark.plan.graph import SINK_PORT_BASE
 from flowspark.runtime.codec import (
     BUCKET_SEPARATOR,
+    EVENT_TIME_PORT,
     KEY_SEPARATOR,
     READ_COUNT_PORT,
     STATE_BUCKET_SEPARATOR,
@@ -27,6 +29,7 @@ from flowspark.runtime.codec import (
     WHOLE_INPUT_MS,
     decode_ordered,
     encode_count,
+    encode_event_times,
     encode_items,
     encode_ordered,
     encode_range,
@@ -224,6 +227,10 @@ class KeyedBuffer:
         self.groups: dict[int, dict[str, list[Any]]] = {}
         self.size = 0
         self.order: int | None = None
+        # The least and latest event time (ms) of the datums drained for Numaflow keyed
+        # steps, when the flow runs on the vertex watermark (program.event_times).
+        self.least: int | None = None
+        self.latest: int | None = None
 
     def add(self, port: int, items: Items, order: int) -> None:
         step_id, combiner = self.program.keyed[port]
@@ -245,9 +252,26 @@ class KeyedBuffer:
             elif port in self.program.bucketed:
                 yield from self._drain_buckets(port, by_key, order)
             else:
+                if self.program.event_times:
+                    self._note_event_times(by_key)
                 for key, values in by_key.items():
                     data = encode_ordered(order, encode_items(values))
                     yield port, f"{port}{KEY_SEPARATOR}{key}", data
+
+    def _note_event_times(self, by_key: dict[str, list[Any]]) -> None:
+        """Widen the least/latest event time seen by the datums' (a datum whose time
+        cannot be read is left to the keyed step, which names it)."""
+        times = []
+        for values in by_key.values():
+            for datum in values:
+                try:
+                    times.append(event_ms(datum._event_time))
+                except Exception:  # noqa: BLE001, S112 - reported by the keyed step
+                    continue
+        if times:
+            least, latest = min(times), max(times)
+            self.least = least if self.least is None else min(self.least, least)
+            self.latest = latest if self.latest is None else max(self.latest, latest)
 
     @staticmethod
     def _drain_buckets(
@@ -376,5 +400,9 @@ def run_program(
     rows.extend(keyed.drain())
     if program.reads is not None and read:  # what the input step read, for observers
         rows.add(READ_COUNT_PORT, None, encode_count(program.reads, read))
+    if program.reads is not None and keyed.least is not None and keyed.latest is not None:
+        part = (upstream if upstream is not None else ctx.worker << 32) >> 32
+        times = encode_event_times(program.reads, part, keyed.least, keyed.latest)
+        rows.add(EVENT_TIME_PORT, None, times)
     if rows:
         yield rows.take(ts_ms)

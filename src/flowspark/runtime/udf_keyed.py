@@ -195,15 +195,17 @@ _NO_WATERMARK_MS = 2
 
 
 class VertexClock(KeyClock):
-    """The vertex's clock, one for all keys: a flow on Numaflow's source watermark
-    (see :class:`~flowspark.api.inputs.SourceWatermark`) hands every key that
-    watermark as ``now``. Keys never idle on their own; the watermark moves for
-    all of them (idle sources move it per their ``idleSource`` rule).
+    """The vertex's clock, one for all keys: the flow hands every key the vertex
+    watermark as ``now`` (Numaflow's source watermark, see
+    :class:`~flowspark.api.inputs.SourceWatermark`, or the one the driver keeps
+    from the datums' event times, see :mod:`flowspark.engine.vertex_marks`),
+    less ``delay_ms``. Keys never idle on their own; the watermark moves for all
+    of them (idle sources move it per their ``idleSource`` rule).
     State: ``(None, watermark when the key last had datums, same)``.
     """
 
-    def __init__(self) -> None:
-        super().__init__(0, 0)
+    def __init__(self, delay_ms: int = 0) -> None:
+        super().__init__(delay_ms, 0)
 
     def advance(self, state: Any, latest: dict[int, int], now: int) -> Any:
         return (None, now, now)
@@ -211,7 +213,13 @@ class VertexClock(KeyClock):
     def watermark(self, state: Any, now: int) -> int:
         # Rows carry a small positive time while there is no watermark yet (Spark
         # drops rows at or below its first watermark, 0): Numaflow's -1.
-        return MAX_MS if now >= EOF_MS else (now if now > _NO_WATERMARK_MS else MIN_MS)
+        if now >= EOF_MS:
+            return MAX_MS
+        return now - self.delay_ms if now > _NO_WATERMARK_MS else MIN_MS
+
+    def passes(self, mark: int) -> int:
+        """The ``now`` at which the watermark passes ``mark`` (a timer's time)."""
+        return mark + self.delay_ms + 1
 
     def idle(self, state: Any, now: int) -> bool:
         return now >= EOF_MS
@@ -241,7 +249,9 @@ class _UdfLogic(KeyedLogic):
         self.factory = factory
         self.vertex_clock = vertex_clock
         self.clock: KeyClock = (
-            VertexClock() if vertex_clock else KeyClock(watermark_delay // _MS, idle // _MS)
+            VertexClock(watermark_delay // _MS)
+            if vertex_clock
+            else KeyClock(watermark_delay // _MS, idle // _MS)
         )
         self.force_rebuild = force_rebuild
         self.run_id = uuid.uuid4().hex  # one per run: a new run never finds old handlers
@@ -428,8 +438,8 @@ class AccumulateLogic(_UdfLogic):
         wake = None
         if handle is not None:
             wake = self.clock.idle_at(clock_state)
-            if self.vertex_clock:  # the watermark passes the key's window close
-                wake = self.windower.close_at((MIN_MS, latest)) + 1
+            if isinstance(self.clock, VertexClock):  # the watermark passes the close
+                wake = self.clock.passes(self.windower.close_at((MIN_MS, latest)))
         return Outcome((clock_state, handle, latest, streams, index), emitted, wake=wake)
 
     def _messages(
@@ -594,9 +604,9 @@ class ReduceStreamLogic(_UdfLogic):
         wake = None
         if handles:
             wake = self.clock.idle_at(clock_state)
-            if self.vertex_clock:  # the watermark passes the first window's close
+            if isinstance(self.clock, VertexClock):  # the watermark passes a close
                 close_at = self.windower.close_at
-                wake = min(close_at(w) for w in handles) + self.lateness_ms + 1
+                wake = self.clock.passes(min(close_at(w) for w in handles) + self.lateness_ms)
         state = (clock_state, handles, floor) if handles or clock_state is not None else None
         return Outcome(state, emitted, late, wake)
 
