@@ -22,11 +22,11 @@ True
 from __future__ import annotations
 
 import io
-import json
 import re
 import zipfile
 
 from flowspark.engine.errors import FlowRunError
+from flowspark.engine.recovery_files import LogFileError, parse_log
 from flowspark.runtime.storage import Location, StorageError
 
 __all__ = [
@@ -94,27 +94,17 @@ def state_file_problem(location: Location) -> str | None:
 
 def log_file_problem(location: Location) -> str | None:
     """What is wrong with an offsets or commits log file, if anything: Spark writes a
-    version line (``v1``) and then JSON lines (the offsets log's sources may be ``-``)."""
+    version line (``v1``) and then JSON lines (see
+    :func:`~flowspark.engine.recovery_files.parse_log`), at least one."""
     try:
         with location.open_read() as f:
-            text = f.read().decode("utf-8")
-    except UnicodeDecodeError:
-        return "it is not text"
+            _, values = parse_log(f.read())
+    except LogFileError as exc:
+        return str(exc)
     except (OSError, StorageError) as exc:
         return f"it cannot be read ({exc})"
-    lines = text.split("\n")
-    if not re.fullmatch(r"v\d+", lines[0]):
-        return "it is empty" if not text else "its first line is not a version (v1)"
-    body = [line for line in lines[1:] if line.strip()]
-    if not body:
+    if not values:
         return "it is incomplete (a version line and nothing after it)"
-    for number, line in enumerate(body, start=2):
-        if line.strip() == "-":
-            continue
-        try:
-            json.loads(line)
-        except ValueError:
-            return f"line {number} is not whole JSON (the file was cut short or changed)"
     return None
 
 

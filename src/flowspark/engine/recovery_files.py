@@ -58,18 +58,18 @@ def parse_log(data: bytes) -> tuple[str, list[Any]]:
     ...     parse_log(b'v1\\n{"nextBatchWater')
     ... except LogFileError as exc:
     ...     print(exc)
-    line 2 is not JSON (truncated?)
+    line 2 is not whole JSON (the file was cut short or changed)
     """
     if not data:
-        raise LogFileError("empty file")
+        raise LogFileError("it is empty")
     try:
         text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise LogFileError(f"not UTF-8 text (byte {exc.start})") from None
+    except UnicodeDecodeError:
+        raise LogFileError("it is not text") from None
     lines = text.split("\n")
     version = lines[0]
     if not re.fullmatch(r"v[0-9]+", version):
-        raise LogFileError(f"first line is {version[:20]!r}, not a version such as 'v1'")
+        raise LogFileError("its first line is not a version (v1)")
     values: list[Any] = []
     for number, line in enumerate(lines[1:], start=2):
         if line == "-":
@@ -80,7 +80,9 @@ def parse_log(data: bytes) -> tuple[str, list[Any]]:
         try:
             values.append(json.loads(line))
         except ValueError:
-            raise LogFileError(f"line {number} is not JSON (truncated?)") from None
+            raise LogFileError(
+                f"line {number} is not whole JSON (the file was cut short or changed)"
+            ) from None
     return version, values
 
 
