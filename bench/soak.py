@@ -95,10 +95,11 @@ class SoakRecorder:
             self.report(self.reported)
             self.reported += 1
 
-    def report(self, slot: int) -> None:
+    def report(self, slot: int, after_run: bool = False) -> None:
         hist = self.hist.pop(slot, Counter())
         line = {
             "minute": slot + 1,
+            **({"after_run": True} if after_run else {}),
             "events": sum(hist.values()),
             "p50_ms": _quantile_ms(hist, 0.5),
             "p99_ms": _quantile_ms(hist, 0.99),
@@ -111,7 +112,7 @@ class SoakRecorder:
     def finish(self) -> dict[str, Any]:
         for slot in sorted(self.hist):
             if slot >= self.reported:
-                self.report(slot)
+                self.report(slot, after_run=True)
         missing = self.seen.count(0)
         return {
             "final": True,
@@ -248,7 +249,9 @@ def summarize(system: str, lines: list[dict[str, Any]], final: dict[str, Any]) -
     p99 = [x["p99_ms"] for x in full]
     early = p99[1:6]  # intervals 2-6
     late = p99[-5:]
-    after5 = full[5:]
+    # Intervals reported once the run had stopped (the input's last seconds) keep
+    # their latencies, but their RSS is a stopped run's: level counts running ones.
+    after5 = [x for x in full[5:] if not x.get("after_run")]
     return {
         "system": system,
         "summary": True,
