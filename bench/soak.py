@@ -244,14 +244,19 @@ def _level(values: list[float]) -> float | None:
 
 
 def summarize(system: str, lines: list[dict[str, Any]], final: dict[str, Any]) -> dict[str, Any]:
-    """The checks of a run from its interval lines."""
+    """The checks of a run from its interval lines.
+
+    The interval reported once the run had stopped (the input's last seconds, when
+    the handlers end) is not one of the "last 5 minutes" and its RSS is a stopped
+    run's: it is checked on its own, as ``p99_tail_ms``.
+    """
     full = [x for x in lines if x["events"]]
-    p99 = [x["p99_ms"] for x in full]
+    running = [x for x in full if not x.get("after_run")]
+    tail = [x["p99_ms"] for x in full if x.get("after_run")]
+    p99 = [x["p99_ms"] for x in running]
     early = p99[1:6]  # intervals 2-6
     late = p99[-5:]
-    # Intervals reported once the run had stopped (the input's last seconds) keep
-    # their latencies, but their RSS is a stopped run's: level counts running ones.
-    after5 = [x for x in full[5:] if not x.get("after_run")]
+    after5 = running[5:]
     return {
         "system": system,
         "summary": True,
@@ -260,6 +265,8 @@ def summarize(system: str, lines: list[dict[str, Any]], final: dict[str, Any]) -
         "p99_last5_ms": max(late) if late else None,
         "p99_ratio": round(max(late) / max(early), 2) if early and late else None,
         "p99_worst_ms": max(p99) if p99 else None,
+        "p99_worst_after_1_ms": max(p99[1:]) if p99[1:] else None,
+        "p99_tail_ms": max(tail) if tail else None,
         "rss_level": _level([x["rss_mb"] for x in after5 if x.get("rss_mb")]),
         "recovery_level": _level([x["recovery_mb"] for x in after5]),
         **final,
