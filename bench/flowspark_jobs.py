@@ -31,6 +31,7 @@ import time
 from typing import Any
 
 import jobs
+from udfs import spec_handlers
 
 
 def _engine(stream: bool | None = None) -> float:
@@ -99,6 +100,29 @@ def _run(flow: Any, stream: bool | None = None, max_batch_items: int | None = No
     return "stream" if report.streamed else "batch job"
 
 
+def _timed_run(
+    flow: Any, stream: bool | None = None, max_batch_items: int | None = None
+) -> tuple[float, str]:
+    """``_run(flow, ...)`` on the clock: the seconds it took and how it ran."""
+    t0 = time.perf_counter()
+    mode = _run(flow, stream, max_batch_items)
+    return time.perf_counter() - t0, mode
+
+
+def _result(
+    seconds: float, startup: float, mode: str, ok: bool, outputs: int, **extra: Any
+) -> dict[str, Any]:
+    """A job's result (see ``harness.py``): its outputs, ``extra`` and how it ran."""
+    return {
+        "seconds": seconds,
+        "startup_s": startup,
+        "ok": ok,
+        "outputs": outputs,
+        **extra,
+        **_mode_keys(mode),
+    }
+
+
 def _mode_keys(mode: str) -> dict[str, Any]:
     """The result keys saying how a run went (``_run`` checkpoints every stream)."""
     keys: dict[str, Any] = {"mode": mode, "checkpoint": mode == "stream"}
@@ -120,17 +144,9 @@ def run_mapfilter(n: int) -> dict[str, Any]:
     flow.map(jobs.mapfilter_fn)
     flow.filter(jobs.mapfilter_keep)
     flow.output("out", TestingOutput(out))
-    t0 = time.perf_counter()
-    mode = _run(flow)
-    seconds = time.perf_counter() - t0
+    seconds, mode = _timed_run(flow)
     ok = jobs.mapfilter_check(n, len(out), sum(out))
-    return {
-        "seconds": seconds,
-        "startup_s": startup,
-        "ok": ok,
-        "outputs": len(out),
-        **_mode_keys(mode),
-    }
+    return _result(seconds, startup, mode, ok, len(out))
 
 
 def run_wordcount(n: int) -> dict[str, Any]:
@@ -157,17 +173,9 @@ def run_wordcount(n: int) -> dict[str, Any]:
         "count", SystemClockConfig(), TumblingWindow(timedelta(days=36500)), lambda a, b: a + b
     )
     flow.output("out", TestingOutput(out))
-    t0 = time.perf_counter()
-    mode = _run(flow)
-    seconds = time.perf_counter() - t0
+    seconds, mode = _timed_run(flow)
     ok = jobs.wordcount_check(n, out)
-    return {
-        "seconds": seconds,
-        "startup_s": startup,
-        "ok": ok,
-        "outputs": len(out),
-        **_mode_keys(mode),
-    }
+    return _result(seconds, startup, mode, ok, len(out))
 
 
 def run_window_count(n: int) -> dict[str, Any]:
@@ -191,70 +199,18 @@ def run_window_count(n: int) -> dict[str, Any]:
     )
     counts.output("out", TestingOutput(out))
     counts.late.output("late", TestingOutput(late))
-    t0 = time.perf_counter()
-    mode = _run(flow)
-    seconds = time.perf_counter() - t0
+    seconds, mode = _timed_run(flow)
     triples = [(key, jobs.window_index_of_start(start), c) for key, ((start, _end), c) in out]
     ok = jobs.window_count_check(n, triples, late=len(late))
-    return {
-        "seconds": seconds,
-        "startup_s": startup,
-        "ok": ok,
-        "outputs": len(out),
-        "late": len(late),
-        **_mode_keys(mode),
-    }
+    return _result(seconds, startup, mode, ok, len(out), late=len(late))
 
 
 def _stream_sorter() -> type:
-    """The spec's ``StreamSorter`` (pynumaflow accumulator example) on flowspark.
+    """The spec's ``StreamSorter`` on flowspark (the code ``pynumaflow_jobs`` runs on
+    pynumaflow). Built here so that importing this module does not import flowspark."""
+    import flowspark.accumulator
 
-    As on the spec page, with its bug fixed (the loop reads ``async for datum in
-    datums``) and everything left flushed after the loop (the page's second
-    version). Built here so that importing this module does not import flowspark.
-    """
-    from collections.abc import AsyncIterable
-    from datetime import datetime
-
-    from flowspark.accumulator import Accumulator, Datum, Message
-    from flowspark.shared.asynciter import NonBlockingIterator
-
-    class StreamSorter(Accumulator):
-        def __init__(self) -> None:
-            self.latest_wm = datetime.fromtimestamp(-1)
-            self.sorted_buffer: list[Datum] = []
-
-        async def handler(self, datums: AsyncIterable[Datum], output: NonBlockingIterator) -> None:
-            async for datum in datums:
-                # If watermark has moved forward
-                if datum.watermark and datum.watermark > self.latest_wm:
-                    self.latest_wm = datum.watermark
-                    await self.flush_buffer(output)
-                self.insert_sorted(datum)
-            await self.flush_buffer(output, flush_all=True)
-
-        def insert_sorted(self, datum: Datum) -> None:
-            # Binary insert to keep sorted buffer in order
-            left, right = 0, len(self.sorted_buffer)
-            while left < right:
-                mid = (left + right) // 2
-                if self.sorted_buffer[mid].event_time > datum.event_time:
-                    right = mid
-                else:
-                    left = mid + 1
-            self.sorted_buffer.insert(left, datum)
-
-        async def flush_buffer(self, output: NonBlockingIterator, flush_all: bool = False) -> None:
-            i = 0
-            for datum in self.sorted_buffer:
-                if not flush_all and datum.event_time > self.latest_wm:
-                    break
-                await output.put(Message.from_datum(datum))
-                i += 1
-            # Remove flushed items
-            self.sorted_buffer = self.sorted_buffer[i:]
-
-    return StreamSorter
+    return spec_handlers.stream_sorter(flowspark.accumulator)
 
 
 def run_reorder(n: int) -> dict[str, Any]:
@@ -282,57 +238,46 @@ def run_reorder(n: int) -> dict[str, Any]:
         timeout=timedelta(seconds=10),
         watermark_delay=timedelta(seconds=jobs.REORDER_DELAY_S),
     ).output("out", TestingOutput(out))
-    t0 = time.perf_counter()
-    mode = _run(flow)
-    seconds = time.perf_counter() - t0
+    seconds, mode = _timed_run(flow)
     triples = [(d.keys[0], d.event_time, int(d.id)) for d in out]
     ok = jobs.reorder_check(n, triples)
-    return {
-        "seconds": seconds,
-        "startup_s": startup,
-        "ok": ok,
-        "outputs": len(out),
-        "inversions": jobs.reorder_inversions(triples),
-        **_mode_keys(mode),
-    }
+    return _result(
+        seconds, startup, mode, ok, len(out), inversions=jobs.reorder_inversions(triples)
+    )
 
 
 def _map_stream_handler() -> Any:
     """The spec's ``map_stream_handler`` (pynumaflow map-streamer example) on flowspark."""
-    from collections.abc import AsyncIterable
+    import flowspark.mapstreamer
 
-    from flowspark.mapstreamer import Datum, Message
+    return spec_handlers.map_stream_handler(flowspark.mapstreamer)
 
-    async def map_stream_handler(_: list[str], datum: Datum) -> AsyncIterable[Message]:
-        val = datum.value
-        _ = datum.event_time
-        _ = datum.watermark
-        strs = val.decode("utf-8").split(",")
 
-        if len(strs) == 0:
-            yield Message.to_drop()
-            return
-        for s in strs:
-            yield Message(str.encode(s))
+def _batch_output(write_batch: Any) -> Any:
+    """An output whose sink (in this driver process, per micro-batch) calls
+    ``write_batch(items)``: for results that must not pile up in a list."""
+    from flowspark.outputs import DynamicOutput, StatelessSink
 
-    return map_stream_handler
+    class _CallSink(StatelessSink):
+        def write_batch(self, items: list[Any]) -> None:
+            write_batch(items)
+
+    class CallingOutput(DynamicOutput):
+        def build(self, worker_index: int, worker_count: int) -> StatelessSink:
+            return _CallSink()
+
+    return CallingOutput()
 
 
 def _counting_output(acc: list[int]) -> Any:
     """An output that only counts items into ``acc[0]`` and sums ``int(value)`` into
     ``acc[1]`` (3n datums in a ``TestingOutput`` list would cost GBs of driver memory)."""
-    from flowspark.outputs import DynamicOutput, StatelessSink
 
-    class _CountSink(StatelessSink):
-        def write_batch(self, items: list[Any]) -> None:
-            acc[0] += len(items)
-            acc[1] += sum(int(d.value) for d in items)
+    def count(items: list[Any]) -> None:
+        acc[0] += len(items)
+        acc[1] += sum(int(d.value) for d in items)
 
-    class CountingOutput(DynamicOutput):
-        def build(self, worker_index: int, worker_count: int) -> StatelessSink:
-            return _CountSink()
-
-    return CountingOutput()
+    return _batch_output(count)
 
 
 def run_mapstream(n: int) -> dict[str, Any]:
@@ -350,18 +295,10 @@ def run_mapstream(n: int) -> dict[str, Any]:
     flow.input("inp", TestingInput(values, batch_size=1000)).to_datums(
         value=lambda x: x, event_time=lambda _: event_time
     ).map_stream("split", _map_stream_handler()).output("out", _counting_output(acc))
-    t0 = time.perf_counter()
-    mode = _run(flow)
-    seconds = time.perf_counter() - t0
+    seconds, mode = _timed_run(flow)
     count, total = acc
     ok = jobs.mapstream_check(n, count, total)
-    return {
-        "seconds": seconds,
-        "startup_s": startup,
-        "ok": ok,
-        "outputs": count,
-        **_mode_keys(mode),
-    }
+    return _result(seconds, startup, mode, ok, count)
 
 
 def run_reorder_heap(n: int) -> dict[str, Any]:
@@ -380,34 +317,19 @@ def run_reorder_heap(n: int) -> dict[str, Any]:
     flow.stateful_map("sort", jobs.reorder_heap_builder, jobs.reorder_heap_mapper)
     flow.flat_map(jobs.reorder_heap_flatten)
     flow.output("out", TestingOutput(out))
-    t0 = time.perf_counter()
-    mode = _run(flow)
-    seconds = time.perf_counter() - t0
+    seconds, mode = _timed_run(flow)
     ok = jobs.reorder_check(n, out)
-    return {
-        "seconds": seconds,
-        "startup_s": startup,
-        "ok": ok,
-        "outputs": len(out),
-        "inversions": jobs.reorder_inversions(out),
-        **_mode_keys(mode),
-    }
+    return _result(seconds, startup, mode, ok, len(out), inversions=jobs.reorder_inversions(out))
 
 
 def _checking_output(checker: jobs.ManyKeysChecker) -> Any:
     """An output that hands each ``(key, value)`` to ``checker`` (no list of n items)."""
-    from flowspark.outputs import DynamicOutput, StatelessSink
 
-    class _CheckSink(StatelessSink):
-        def write_batch(self, items: list[Any]) -> None:
-            for key, value in items:
-                checker.add(key, value)
+    def check(items: list[Any]) -> None:
+        for key, value in items:
+            checker.add(key, value)
 
-    class CheckingOutput(DynamicOutput):
-        def build(self, worker_index: int, worker_count: int) -> StatelessSink:
-            return _CheckSink()
-
-    return CheckingOutput()
+    return _batch_output(check)
 
 
 MANY_KEYS_BATCH_ITEMS = 100_000
@@ -429,16 +351,8 @@ def run_many_keys(n: int) -> dict[str, Any]:
     flow.map(jobs.many_keys_item)
     flow.stateful_map("sum", jobs.many_keys_builder, jobs.many_keys_mapper)
     flow.output("out", _checking_output(checker))
-    t0 = time.perf_counter()
-    mode = _run(flow, stream=True, max_batch_items=MANY_KEYS_BATCH_ITEMS)
-    seconds = time.perf_counter() - t0
-    return {
-        "seconds": seconds,
-        "startup_s": startup,
-        "ok": checker.ok(),
-        "outputs": checker.count,
-        **_mode_keys(mode),
-    }
+    seconds, mode = _timed_run(flow, stream=True, max_batch_items=MANY_KEYS_BATCH_ITEMS)
+    return _result(seconds, startup, mode, checker.ok(), checker.count)
 
 
 def _paced_input(params: jobs.LatencyParams) -> Any:
@@ -471,19 +385,8 @@ def _paced_input(params: jobs.LatencyParams) -> Any:
 
 
 def _recording_output(recorder: jobs.LatencyRecorder) -> Any:
-    """An output whose ``write_batch`` (in this driver process, per micro-batch)
-    records each item's latency at the time of the write."""
-    from flowspark.outputs import DynamicOutput, StatelessSink
-
-    class _RecordSink(StatelessSink):
-        def write_batch(self, items: list[Any]) -> None:
-            recorder.record(items, time.time())
-
-    class RecordingOutput(DynamicOutput):
-        def build(self, worker_index: int, worker_count: int) -> StatelessSink:
-            return _RecordSink()
-
-    return RecordingOutput()
+    """An output that records each item's latency at the time of the write."""
+    return _batch_output(lambda items: recorder.record(items, time.time()))
 
 
 def run_latency(n: int) -> dict[str, Any]:

@@ -131,16 +131,41 @@ def _percentile(values: list[float], q: float) -> float | None:
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1)
 
 
-class _Client(asyncio.Protocol):
-    """One keep-alive HTTP/1.1 connection with one request in flight (no pipelining):
-    a plain asyncio protocol, so that the load generator takes as little of the
-    machine's two cores as it can (aiohttp took about twice the CPU per request)."""
+class ResponseReader(asyncio.Protocol):
+    """A keep-alive HTTP/1.1 client connection with one request in flight (no
+    pipelining): ``on_response(status)`` once each response is complete."""
+
+    buf = b""
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        end = self.buf.find(b"\r\n\r\n")
+        if end < 0:
+            return
+        length = 0
+        for line in self.buf[:end].split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        if len(self.buf) < end + 4 + length:
+            return
+        status = int(self.buf[9:12])
+        self.buf = self.buf[end + 4 + length :]
+        self.on_response(status)
+
+    def on_response(self, status: int) -> None:
+        raise NotImplementedError
+
+
+class _Client(ResponseReader):
+    """One connection of the load: a plain asyncio protocol, so that the load generator
+    takes as little of the machine's two cores as it can (aiohttp took about twice the
+    CPU per request)."""
 
     def __init__(self, load: _Load, n: int, vertex: str) -> None:
         self.load = load
         self.n = n
         self.path = b"/vertices/" + vertex.encode()
-        self.buf = b""
         self.i = 0
         self.event_id = ""
         self.sent_ms = 0
@@ -167,20 +192,7 @@ class _Client(asyncio.Protocol):
             % (self.path, self.event_id.encode(), self.sent_ms, self.i % 16, len(body), body)
         )
 
-    def data_received(self, data: bytes) -> None:
-        self.buf += data
-        end = self.buf.find(b"\r\n\r\n")
-        if end < 0:
-            return
-        length = 0
-        for line in self.buf[:end].split(b"\r\n")[1:]:
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value)
-        if len(self.buf) < end + 4 + length:
-            return
-        status = int(self.buf[9:12])
-        self.buf = self.buf[end + 4 + length :]
+    def on_response(self, status: int) -> None:
         if status == 200:
             self.load.acked[self.event_id] = self.sent_ms
             self.load.waits.append((time.time() - self.sent) * 1000)

@@ -1,6 +1,6 @@
 """The HTTP source server alone: acknowledged events per second and request latency.
 
-Starts ``flowspark.connectors.http.HttpServer`` (one route, a fresh journal
+Starts ``flowspark.connectors.numaflow.http.HttpServer`` (one route, a fresh journal
 directory) in a child process, then C keep-alive clients on loopback (raw asyncio,
 one request in flight per connection, as HTTP/1.1 clients without pipelining) POST
 events for ``--duration`` seconds, each with a unique ``x-numaflow-id``, an
@@ -30,11 +30,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from http_ingest import ResponseReader
+
 ROOT = Path(__file__).resolve().parent.parent
 
 SERVER = """
 import sys, time
-from flowspark.connectors.http import HttpRoute, HttpServer
+from flowspark.connectors.numaflow.http import HttpRoute, HttpServer
 cert, key = (sys.argv[2], sys.argv[3]) if len(sys.argv) > 3 else (None, None)
 server = HttpServer([HttpRoute("in")], sys.argv[1], port=0, certfile=cert, keyfile=key)
 server.start()
@@ -100,10 +102,9 @@ async def load(
         ssl_context.verify_mode = ssl.CERT_NONE
     stop_at = 0.0
 
-    class Client(asyncio.Protocol):
+    class Client(ResponseReader):
         def __init__(self, done: asyncio.Future[None]) -> None:
             self.done = done
-            self.buf = b""
             self.sent = 0.0
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -132,20 +133,7 @@ async def load(
                 )
             )
 
-        def data_received(self, data: bytes) -> None:
-            self.buf += data
-            end = self.buf.find(b"\r\n\r\n")
-            if end < 0:
-                return
-            length = 0
-            for line in self.buf[:end].split(b"\r\n")[1:]:
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value)
-            if len(self.buf) < end + 4 + length:
-                return
-            status = int(self.buf[9:12])
-            self.buf = self.buf[end + 4 + length :]
+        def on_response(self, status: int) -> None:
             statuses[status] = statuses.get(status, 0) + 1
             latencies.append(time.perf_counter() - self.sent)
             self.send()
@@ -182,7 +170,7 @@ def main() -> None:
     args = parser.parse_args()
 
     sys.path.insert(0, str(ROOT / "src"))
-    from flowspark.connectors.http import read_journal
+    from flowspark.connectors.numaflow.http import read_journal
 
     with tempfile.TemporaryDirectory(prefix="flowspark-http-bench-") as tmp:
         journal_dir = os.path.join(tmp, "journal")

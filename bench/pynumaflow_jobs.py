@@ -1,10 +1,10 @@
 """Benchmark jobs on the real pynumaflow 0.14 gRPC server (runs with the spark python).
 
 ``run_mapstream(n)`` starts ``MapStreamAsyncServer(map_stream_handler)`` -- the
-spec's handler, unchanged -- in a child process (this file run as a script)
-listening on a UNIX socket in a temporary directory, and drives it like
-Numaflow's data plane does: one bidirectional ``MapFn`` stream through the
-generated client (``map_pb2_grpc.MapStub``), a handshake, then one
+spec's handler, unchanged (``udfs/spec_handlers.py``) -- in a child process (this
+file run as a script) listening on a UNIX socket in a temporary directory, and
+drives it like Numaflow's data plane does: one bidirectional ``MapFn`` stream
+through the generated client (``map_pb2_grpc.MapStub``), a handshake, then one
 ``MapRequest`` per datum, reading responses until every request id got its
 ``status.eot``.
 
@@ -16,7 +16,7 @@ child is terminated at the end, always.
 
 ``run_reorder(n)`` does the same with ``AccumulatorAsyncServer(StreamSorter)`` --
 the spec page's sorter, with the page's loop bug fixed and the rest flushed after
-the loop, exactly as ``flowspark_jobs`` runs it -- driven through
+the loop, the code ``flowspark_jobs`` runs (``udfs/spec_handlers.py``) -- driven through
 ``accumulator_pb2_grpc.AccumulatorStub``: one bidirectional ``AccumulateFn``
 stream, each event an ``OPEN`` (a key's first) or ``APPEND`` request on the key's
 global keyed window, carrying a watermark that trails the key's latest event time
@@ -35,22 +35,22 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import grpc
 import jobs
+import pynumaflow.accumulator
+import pynumaflow.mapstreamer
 from google.protobuf.empty_pb2 import Empty
 from google.protobuf.timestamp_pb2 import Timestamp
-from pynumaflow.accumulator import Accumulator, AccumulatorAsyncServer
-from pynumaflow.accumulator import Datum as AccDatum
-from pynumaflow.accumulator import Message as AccMessage
-from pynumaflow.mapstreamer import Datum, MapStreamAsyncServer, Message
+from pynumaflow.accumulator import AccumulatorAsyncServer
+from pynumaflow.mapstreamer import MapStreamAsyncServer
 from pynumaflow.proto.accumulator import accumulator_pb2, accumulator_pb2_grpc
 from pynumaflow.proto.mapper import map_pb2, map_pb2_grpc
-from pynumaflow.shared.asynciter import NonBlockingIterator
+from udfs import spec_handlers
 
 SERVER_START_TIMEOUT_S = 60.0
 # An accumulator's keyed window is global: from the epoch to an open end (the
@@ -60,59 +60,9 @@ ACC_WINDOW_END_S = 253402300799
 INFO_FILE_END = "U+005C__END__"
 
 
-async def map_stream_handler(_: list[str], datum: Datum) -> AsyncIterable[Message]:
-    """The spec's handler: split the value on commas, one message per part."""
-    val = datum.value
-    _ = datum.event_time
-    _ = datum.watermark
-    strs = val.decode("utf-8").split(",")
-
-    if len(strs) == 0:
-        yield Message.to_drop()
-        return
-    for s in strs:
-        yield Message(str.encode(s))
-
-
-class StreamSorter(Accumulator):
-    """The spec page's ``StreamSorter`` (pynumaflow accumulator example), as
-    ``flowspark_jobs._stream_sorter`` runs it: the loop reads ``async for datum in
-    datums`` (the page's ``async for _`` leaves ``datum`` unbound) and whatever is
-    left is flushed after the loop (the stream of a key ends at its ``CLOSE``)."""
-
-    def __init__(self) -> None:
-        self.latest_wm = datetime.fromtimestamp(-1)
-        self.sorted_buffer: list[AccDatum] = []
-
-    async def handler(self, datums: AsyncIterable[AccDatum], output: NonBlockingIterator) -> None:
-        async for datum in datums:
-            # If watermark has moved forward
-            if datum.watermark and datum.watermark > self.latest_wm:
-                self.latest_wm = datum.watermark
-                await self.flush_buffer(output)
-            self.insert_sorted(datum)
-        await self.flush_buffer(output, flush_all=True)
-
-    def insert_sorted(self, datum: AccDatum) -> None:
-        # Binary insert to keep sorted buffer in order
-        left, right = 0, len(self.sorted_buffer)
-        while left < right:
-            mid = (left + right) // 2
-            if self.sorted_buffer[mid].event_time > datum.event_time:
-                right = mid
-            else:
-                left = mid + 1
-        self.sorted_buffer.insert(left, datum)
-
-    async def flush_buffer(self, output: NonBlockingIterator, flush_all: bool = False) -> None:
-        i = 0
-        for datum in self.sorted_buffer:
-            if not flush_all and datum.event_time > self.latest_wm:
-                break
-            await output.put(AccMessage.from_datum(datum))
-            i += 1
-        # Remove flushed items
-        self.sorted_buffer = self.sorted_buffer[i:]
+# The spec pages' handlers, on pynumaflow (the same code flowspark_jobs runs on flowspark).
+map_stream_handler = spec_handlers.map_stream_handler(pynumaflow.mapstreamer)
+StreamSorter = spec_handlers.stream_sorter(pynumaflow.accumulator)
 
 
 SERVER_KINDS = ("mapstream", "accumulator")

@@ -17,11 +17,16 @@ import importlib.util
 import os
 import socket
 import sys
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main", "locate_dataflow"]
+from flowspark.dataflow import Dataflow
+from flowspark.runtime.errors import WORKER_TRACEBACK, StepError
+from flowspark.runtime.user_traceback import capture, render
+
+__all__ = ["main", "load_flow", "locate_dataflow", "parse_pairs"]
 
 
 def _load_module(target: str) -> Any:
@@ -48,8 +53,6 @@ def _load_module(target: str) -> Any:
 
 def locate_dataflow(import_str: str) -> Any:
     """Resolve ``module[:attr | :factory(args)]`` to a :class:`~flowspark.dataflow.Dataflow`."""
-    from flowspark.dataflow import Dataflow
-
     target, _, attr = import_str.partition(":")
     # A Windows-free world: "path/to/file.py:flow" splits on the last colon only.
     module = _load_module(target)
@@ -191,19 +194,10 @@ def _parser() -> argparse.ArgumentParser:
         help="enable Spark's web UI and print its address on stderr at start",
     )
     numaflow = p.add_argument_group("Numaflow pipelines (IMPORT_STR is a .yaml file)")
-    numaflow.add_argument(
-        "--udf",
-        action="append",
-        default=[],
-        metavar="VERTEX=FILE",
-        help="the pynumaflow UDF script that runs VERTEX's container (repeatable)",
-    )
-    numaflow.add_argument(
-        "--secret",
-        action="append",
-        default=[],
-        metavar="NAME/KEY=VALUE",
-        help="a Kubernetes secret's value, e.g. an HTTP source's auth token (repeatable)",
+    add_pipeline_options(
+        numaflow,
+        udf_help="the pynumaflow UDF script that runs VERTEX's container (repeatable)",
+        secret_help="a Kubernetes secret's value, e.g. an HTTP source's auth token (repeatable)",
     )
     numaflow.add_argument(
         "--http-host", default=None, help="HTTP sources' address (env FLOWSPARK_HTTP_HOST)"
@@ -216,7 +210,18 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _pairs(values: list[str], flag: str) -> dict[str, str]:
+def add_pipeline_options(group: Any, udf_help: str, secret_help: str) -> None:
+    """``--udf VERTEX=FILE`` and ``--secret NAME/KEY=VALUE`` (repeatable; see
+    :func:`load_flow`), as every command that loads a Numaflow pipeline takes them."""
+    group.add_argument("--udf", action="append", default=[], metavar="VERTEX=FILE", help=udf_help)
+    group.add_argument(
+        "--secret", action="append", default=[], metavar="NAME/KEY=VALUE", help=secret_help
+    )
+
+
+def parse_pairs(values: Sequence[str], flag: str) -> dict[str, str]:
+    """``NAME=VALUE`` flags (``--udf``, ``--secret``) as a dict; a malformed one raises
+    ``SystemExit`` with one line."""
     pairs = {}
     for value in values:
         name, sep, rest = value.partition("=")
@@ -226,34 +231,70 @@ def _pairs(values: list[str], flag: str) -> dict[str, str]:
     return pairs
 
 
-def _load_pipeline(args: argparse.Namespace) -> Any:
-    from flowspark.pipeline import PipelineSpecError, load
+def load_flow(
+    target: str,
+    udfs: Sequence[str] = (),
+    secrets: Sequence[str] = (),
+    *,
+    recovery_directory: str | None = None,
+    http_host: str | None = None,
+    http_port: int | None = None,
+    http_cert: str | None = None,
+    http_key: str | None = None,
+) -> Any:
+    """The :class:`~flowspark.dataflow.Dataflow` a ``flowspark.run`` target names: a
+    ``.yaml``/``.yml`` Numaflow Pipeline (its ``udfs``/``secrets`` as ``--udf``/
+    ``--secret`` give them, the HTTP source's journal under ``recovery_directory``,
+    its address and TLS files), else what :func:`locate_dataflow` resolves. A target
+    that cannot be used raises ``SystemExit`` with one line (``flowspark.run: ...``).
+    """
+    if target.endswith((".yaml", ".yml")):
+        return _load_pipeline(
+            target,
+            udfs,
+            secrets,
+            recovery_directory,
+            http_host=http_host,
+            http_port=http_port,
+            certfile=http_cert,
+            keyfile=http_key,
+        )
+    if udfs or secrets:
+        raise SystemExit("flowspark.run: --udf and --secret apply to pipeline YAML files")
+    return locate_dataflow(target)
 
-    if not Path(args.import_str).is_file():
-        raise SystemExit(f"flowspark.run: no such file: {args.import_str}")
+
+def _load_pipeline(
+    target: str,
+    udfs: Sequence[str],
+    secrets: Sequence[str],
+    recovery_directory: str | None,
+    **http: Any,
+) -> Any:
+    from flowspark.pipeline import PipelineSpecError, load  # noqa: PLC0415 pipeline (PyYAML): YAML files only
+
+    if not Path(target).is_file():
+        raise SystemExit(f"flowspark.run: no such file: {target}")
     state_dir = None
-    if args.recovery_directory:
-        from flowspark.engine.query import recovery_location
+    if recovery_directory:
+        from flowspark.engine.query import recovery_location  # noqa: PLC0415 engine: only to run a flow
 
         try:
-            state_dir = recovery_location(args.recovery_directory).child("numaflow-http").uri
+            state_dir = recovery_location(recovery_directory).child("numaflow-http").uri
         except ValueError as exc:
             raise SystemExit(f"flowspark.run: {exc}") from None
     try:
         return load(
-            args.import_str,
-            udfs=_pairs(args.udf, "--udf"),
-            secrets=_pairs(args.secret, "--secret"),
+            target,
+            udfs=parse_pairs(udfs, "--udf"),
+            secrets=parse_pairs(secrets, "--secret"),
             state_dir=state_dir,
-            http_host=args.http_host,
-            http_port=args.http_port,
-            certfile=args.http_cert,
-            keyfile=args.http_key,
+            **http,
         )
     except FileNotFoundError:
-        raise SystemExit(f"flowspark.run: no such file: {args.import_str}") from None
+        raise SystemExit(f"flowspark.run: no such file: {target}") from None
     except PipelineSpecError as exc:
-        raise SystemExit(f"flowspark.run: {args.import_str}: {exc}") from None
+        raise SystemExit(f"flowspark.run: {target}: {exc}") from None
 
 
 def _check_watching(args: argparse.Namespace) -> None:
@@ -269,7 +310,7 @@ def _check_watching(args: argparse.Namespace) -> None:
     if not 0 <= port <= 65535:
         raise SystemExit(f"flowspark.run: --metrics-port must be 0..65535; got {port}")
     try:
-        import prometheus_client  # noqa: F401
+        import prometheus_client  # noqa: F401, PLC0415 optional: metrics extra
     except ImportError:
         raise SystemExit(
             "flowspark.run: --metrics-port needs prometheus_client (pip install prometheus_client)"
@@ -289,7 +330,7 @@ def _check_watching(args: argparse.Namespace) -> None:
 
 def _check_parallelism(args: argparse.Namespace) -> None:
     """``--parallelism`` / ``$FLOWSPARK_PARALLELISM`` must be whole numbers >= 1."""
-    from flowspark.engine.session import wanted_parallelism
+    from flowspark.engine.session import wanted_parallelism  # noqa: PLC0415 engine: only to run a flow
 
     try:
         wanted_parallelism(args.parallelism)
@@ -301,12 +342,12 @@ def _show_ui(args: argparse.Namespace) -> None:
     """Start the session with Spark's UI (unless ``$FLOWSPARK_UI`` says otherwise) and
     say where it is, on stderr. A recovery directory another run holds fails first
     (the run takes it for good once the session is up)."""
-    from flowspark.engine.progress import spark_ui_line
-    from flowspark.engine.session import get_session
+    from flowspark.engine.progress import spark_ui_line  # noqa: PLC0415 engine: only to run a flow
+    from flowspark.engine.session import get_session  # noqa: PLC0415 engine: only to run a flow
 
     if args.recovery_directory:
-        from flowspark.engine.query import recovery_location
-        from flowspark.engine.recovery_lock import acquire
+        from flowspark.engine.query import recovery_location  # noqa: PLC0415 engine: only to run a flow
+        from flowspark.engine.recovery_lock import acquire  # noqa: PLC0415 engine: only to run a flow
 
         acquire(recovery_location(args.recovery_directory)).release()
     os.environ.setdefault("FLOWSPARK_UI", "true")
@@ -317,9 +358,6 @@ def _show_ui(args: argparse.Namespace) -> None:
 def _user_traceback(error: BaseException) -> str:
     """The failing step's traceback, the user's frames only: the worker's (a note on
     the error) or, for a step that ran in this process, its own."""
-    from flowspark.runtime.errors import WORKER_TRACEBACK
-    from flowspark.runtime.user_traceback import capture, render
-
     for note in getattr(error, "__notes__", None) or []:
         if isinstance(note, str) and note.startswith(WORKER_TRACEBACK):
             return note[len(WORKER_TRACEBACK) :]
@@ -331,15 +369,18 @@ def _user_traceback(error: BaseException) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
     args = _parser().parse_args(argv)
-    if args.import_str.endswith((".yaml", ".yml")):
-        flow = _load_pipeline(args)
-    else:
-        if args.udf or args.secret:
-            raise SystemExit("flowspark.run: --udf and --secret apply to pipeline YAML files")
-        flow = locate_dataflow(args.import_str)
-    from flowspark.engine.errors import FlowRunError, RecoveryDirectoryError
-    from flowspark.engine.query import RunConfig, run_flow
-    from flowspark.runtime.errors import StepError
+    flow = load_flow(
+        args.import_str,
+        args.udf,
+        args.secret,
+        recovery_directory=args.recovery_directory,
+        http_host=args.http_host,
+        http_port=args.http_port,
+        http_cert=args.http_cert,
+        http_key=args.http_key,
+    )
+    from flowspark.engine.errors import FlowRunError, RecoveryDirectoryError  # noqa: PLC0415 engine: only to run a flow
+    from flowspark.engine.query import RunConfig, run_flow  # noqa: PLC0415 engine: only to run a flow
 
     def seconds(value: float | None) -> timedelta | None:
         return None if value is None else timedelta(seconds=value)
@@ -381,8 +422,6 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(exc, "step_id", None) is not None:  # a step's error, kept as is
             if shown := _user_traceback(exc):
                 print(shown, file=sys.stderr)
-            from flowspark.runtime.errors import WORKER_TRACEBACK
-
             for note in getattr(exc, "__notes__", None) or []:
                 if isinstance(note, str) and not note.startswith(WORKER_TRACEBACK):
                     print(f"flowspark: {note}", file=sys.stderr)

@@ -13,18 +13,18 @@ import json
 import sys
 from pathlib import Path
 
+from flowspark.engine.cluster import (
+    cluster_status,
+    default_dir,
+    start_cluster,
+    start_connect_server,
+    stop_cluster,
+    stop_connect_server,
+)
+
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
-    from flowspark.engine.cluster import (
-        cluster_status,
-        default_dir,
-        start_cluster,
-        start_connect_server,
-        stop_cluster,
-        stop_connect_server,
-    )
-
     p = argparse.ArgumentParser(
         prog="python -m flowspark.cluster", description=__doc__.split("\n")[0]
     )

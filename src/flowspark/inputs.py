@@ -3,26 +3,6 @@
 The types are defined in :mod:`flowspark.api.inputs`; this module re-exports them.
 """
 
-from flowspark.api.inputs import (
-    DynamicInput,
-    Input,
-    PartitionedInput,
-    SeekableInput,
-    SourceWatermark,
-    Split,
-    StatefulSource,
-    StatelessSource,
-    batch,
-)
-
-__all__ = [
-    "Input",
-    "PartitionedInput",
-    "StatefulSource",
-    "DynamicInput",
-    "StatelessSource",
-    "SeekableInput",
-    "Split",
-    "batch",
-    "SourceWatermark",
-]
+# Every name the API module exports, and its list of them.
+from flowspark.api.inputs import *  # noqa: F403
+from flowspark.api.inputs import __all__ as __all__

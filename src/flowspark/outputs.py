@@ -3,18 +3,6 @@
 The types are defined in :mod:`flowspark.api.outputs`; this module re-exports them.
 """
 
-from flowspark.api.outputs import (
-    DynamicOutput,
-    Output,
-    PartitionedOutput,
-    StatefulSink,
-    StatelessSink,
-)
-
-__all__ = [
-    "Output",
-    "PartitionedOutput",
-    "StatefulSink",
-    "DynamicOutput",
-    "StatelessSink",
-]
+# Every name the API module exports, and its list of them.
+from flowspark.api.outputs import *  # noqa: F403
+from flowspark.api.outputs import __all__ as __all__

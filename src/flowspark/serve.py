@@ -48,6 +48,10 @@ from flowspark.api.udf.sink import Datum as SinkDatum
 from flowspark.api.udf.sink import run_sink_handler
 from flowspark.api.udf.times import as_utc, utc_from_ms
 from flowspark.api.udf.types import Datum
+from flowspark.connectors.stdio import StdOutput
+from flowspark.dataflow import Dataflow
+from flowspark.runtime.numaflow.transform import TransformRunner
+from flowspark.testing import TestingInput, run_main
 
 __all__ = [
     "serve",
@@ -147,10 +151,6 @@ def _count(name: str, default: int) -> int:
 def serve(server: Any, lines: Iterable[str] | None = None) -> None:
     """Run ``server``'s handler over datums from ``lines`` (stdin by default); print
     each output datum as a JSON line."""
-    from flowspark.connectors.stdio import StdOutput
-    from flowspark.dataflow import Dataflow
-    from flowspark.testing import TestingInput, run_main
-
     source = sys.stdin if lines is None else lines
     datums = [parse_datum_line(line, n) for n, line in enumerate(source, 1) if line.strip()]
     delay = _seconds("FLOWSPARK_UDF_WATERMARK_DELAY", 0)
@@ -406,8 +406,6 @@ class _TransformServing:
 
     def start_lines(self, lines: Iterable[str]) -> None:
         """Like :meth:`start`, over ``lines`` instead of stdin."""
-        from flowspark.runtime.transform import TransformRunner
-
         run = TransformRunner(self)
         for number, line in enumerate(lines, 1):
             if line.strip():

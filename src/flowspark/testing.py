@@ -40,7 +40,7 @@ def run_main(
     (micro-batch); ``recovery_config`` keeps the checkpoint so a rerun resumes.
     Reusable: later calls in the same process reuse the running session.
     """
-    from flowspark.engine.query import RunConfig, run_flow
+    from flowspark.engine.query import RunConfig, run_flow  # noqa: PLC0415 engine: only to run a flow
 
     if epoch_interval is not None and not isinstance(epoch_interval, timedelta):
         raise TypeError(f"epoch_interval must be a timedelta; got {epoch_interval!r}")

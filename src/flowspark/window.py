@@ -3,26 +3,6 @@
 The types are defined in :mod:`flowspark.api.window`; this module re-exports them.
 """
 
-from flowspark.api.window import (
-    UTC_MAX,
-    UTC_MIN,
-    ClockConfig,
-    EventClockConfig,
-    SessionWindow,
-    SlidingWindow,
-    SystemClockConfig,
-    TumblingWindow,
-    WindowConfig,
-)
-
-__all__ = [
-    "ClockConfig",
-    "EventClockConfig",
-    "SystemClockConfig",
-    "WindowConfig",
-    "TumblingWindow",
-    "SlidingWindow",
-    "SessionWindow",
-    "UTC_MIN",
-    "UTC_MAX",
-]
+# Every name the API module exports, and its list of them.
+from flowspark.api.window import *  # noqa: F403
+from flowspark.api.window import __all__ as __all__

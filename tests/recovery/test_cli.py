@@ -69,12 +69,19 @@ def ticks(fail=None):
     flow.output("out", StdOutput())
     return flow
 
-def slow(n):
+def slow(n, started):
+    # Each item takes 0.1 s; the first one taken creates the file ``started``.
     import time
+
+    def step(x):
+        if not os.path.exists(started):
+            open(started, "a").close()
+        time.sleep(0.1)
+        return x
 
     flow = Dataflow()
     flow.input("inp", TestingInput(range(n)))
-    flow.map(lambda x: time.sleep(0.1) or x)
+    flow.map(step)
     flow.output("out", StdOutput())
     return flow
 """
@@ -162,8 +169,14 @@ def test_a_failing_source_ends_the_run_with_one_clear_error(
 @pytest.mark.slow
 def test_ctrl_c_cancels_a_bounded_batch_job_cleanly(tmp_path: Path):
     # A bounded in-memory input without a recovery directory runs as one batch job.
-    with _running_cli(tmp_path, "endless:slow(2000)", "--bounded") as proc:
-        time.sleep(15)  # Spark started, the job running (it takes 100 s)
+    started = tmp_path / "started"
+    with _running_cli(tmp_path, f"endless:slow(2000, {str(started)!r})", "--bounded") as proc:
+        deadline = time.monotonic() + 120
+        while not started.exists():  # Spark started, the job running (it takes 100 s)
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "the job did not start"
+            time.sleep(0.05)
+        time.sleep(1.0)  # a few items in
         assert proc.poll() is None
         out, _err, took = _ctrl_c(proc)
     assert took < 60, f"the job was not cancelled ({took:.0f} s)"

@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections import Counter
@@ -59,34 +60,46 @@ pytestmark = [
 ]
 
 
-def _driver_only_trees(tmp_path: Path) -> list[str]:
+def _driver_only_trees(tests_temp: Path) -> list[str]:
     """What the workers must not see of the driver's disk: the whole temp directory
     (the driver's scratch, every test's files), unless the workers' own software
-    (this checkout, its virtualenv, Java) lives there; then this test's folder."""
+    (this checkout, its virtualenv, Java) lives there; then the tests' temp folder
+    (``tests_temp``: pytest's, which holds every test's ``tmp_path``)."""
     from flowspark.engine.java import find_java_home
 
     temp = Path(tempfile.gettempdir()).resolve()
     software = [ROOT, Path(sys.prefix), Path(find_java_home())]
     if any(path.resolve().is_relative_to(temp) for path in software):
-        return [str(tmp_path)]
+        return [str(tests_temp)]
     return [str(temp)]
 
 
-class PrivateCluster:
-    """A master and workers that each see only ``shared`` of the driver's files."""
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
 
-    def __init__(self, tmp_path: Path) -> None:
-        self.shared = tmp_path / "shared"
-        self.shared.mkdir()
+
+class PrivateCluster:
+    """A master and workers that each see only ``shared_root`` of the driver's files;
+    each test works in a folder of its own there, ``shared``."""
+
+    def __init__(self, tmp_path: Path, tests_temp: Path) -> None:
+        self.shared_root = tmp_path / "shared"
+        self.shared_root.mkdir()
+        self.shared = self.shared_root
         self.info: ClusterInfo = start_cluster(
             workers=0, directory=tmp_path / "cluster", port=free_port(), ui_port=free_port()
         )
-        hidden = [str(ROOT / "examples"), *_driver_only_trees(tmp_path)]
+        # Started from this process, the master is its child: reaped here once it ends
+        # (as ``python -m flowspark.cluster start``'s are by init), else stop_cluster
+        # would wait out its grace period for a zombie.
+        threading.Thread(target=_reap, args=(self.info.master_pid,), daemon=True).start()
+        hidden = [str(ROOT / "examples"), *_driver_only_trees(tests_temp)]
         self.wrapper = (
             "unshare", "--mount", "--propagation", "private",
             sys.executable, str(ROOT / "tests" / "private_mounts.py"),
             *(arg for tree in hidden for arg in ("--hide", tree)),
-            "--share", str(self.shared), "--",
+            "--share", str(self.shared_root), "--",
         )  # fmt: skip
         self.workers: list[subprocess.Popen] = []
 
@@ -111,6 +124,13 @@ class PrivateCluster:
             assert time.monotonic() < deadline, f"{count} workers did not register"
             time.sleep(0.2)
 
+    def keep_workers(self, count: int) -> None:
+        """``count`` workers running and registered: a replacement for each one a
+        test killed."""
+        while sum(worker.poll() is None for worker in self.workers) < count:
+            self.add_worker()
+        self.wait_for_workers(count)
+
     def kill_worker(self, worker: subprocess.Popen) -> None:
         """SIGKILL the worker's whole process tree: its JVM, executor, Python workers."""
         os.killpg(worker.pid, signal.SIGKILL)
@@ -124,16 +144,37 @@ class PrivateCluster:
         stop_cluster(Path(self.info.directory))
 
 
-@pytest.fixture
-def cluster(tmp_path: Path):
-    cluster = PrivateCluster(tmp_path)
+@pytest.fixture(scope="module")
+def private_cluster(tmp_path_factory: pytest.TempPathFactory):
+    """One cluster for the module's tests (starting one takes a master's and two
+    workers' JVMs)."""
+    cluster = PrivateCluster(tmp_path_factory.mktemp("private"), tmp_path_factory.getbasetemp())
     try:
-        cluster.add_worker()
-        cluster.add_worker()
-        cluster.wait_for_workers(2)
         yield cluster
     finally:
         cluster.stop()
+
+
+_RUNS: list[subprocess.Popen] = []
+
+
+@pytest.fixture
+def cluster(private_cluster: PrivateCluster, request: pytest.FixtureRequest):
+    """The module's cluster with two workers running (whatever an earlier test killed)
+    and a folder of this test's own on the shared directory, ``cluster.shared``; the
+    runs the test started are killed on the way out if they still run, so that none
+    holds the cluster's cores for the next test."""
+    private_cluster.keep_workers(2)
+    private_cluster.shared = private_cluster.shared_root / request.node.name
+    private_cluster.shared.mkdir()
+    try:
+        yield private_cluster
+    finally:
+        while _RUNS:
+            run = _RUNS.pop()
+            if run.poll() is None:
+                os.killpg(run.pid, signal.SIGKILL)
+                run.communicate()
 
 
 def _run(flow: str, master: str | None, *args: str, cwd: Path) -> subprocess.Popen:
@@ -141,13 +182,17 @@ def _run(flow: str, master: str | None, *args: str, cwd: Path) -> subprocess.Pop
     if master:
         cmd += ["--master", master]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    return subprocess.Popen(
+    run = subprocess.Popen(
         cmd, cwd=cwd, env={**env, "PYTHONUNBUFFERED": "1"},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
+    _RUNS.append(run)
+    return run
 
 
-def test_the_quickstart_on_workers_that_share_only_one_directory(cluster: PrivateCluster):
+def test_the_quickstart_on_workers_that_share_only_one_directory(
+    cluster: PrivateCluster, local_output
+):
     # The project (flow file and its data) lives on the shared directory, as it would
     # on a shared filesystem; the recovery directory too.
     project = cluster.shared / "quickstart"
@@ -159,14 +204,12 @@ def test_the_quickstart_on_workers_that_share_only_one_directory(cluster: Privat
                       "--shared-recovery", cwd=project)  # fmt: skip
     out, err = on_cluster.communicate(timeout=300)
     assert on_cluster.returncode == 0, err[-3000:]
-    local = _run("quickstart.py", None, cwd=project)
-    local_out, local_err = local.communicate(timeout=300)
-    assert local.returncode == 0, local_err[-3000:]
-    assert out.strip() and sorted(out.splitlines()) == sorted(local_out.splitlines())
+    local = local_output("examples/quickstart.py")  # the same flow and data, run locally
+    assert out.strip() and sorted(out.splitlines()) == sorted(local.splitlines())
 
 
 def test_the_numaflow_example_on_workers_that_share_only_one_directory(
-    cluster: PrivateCluster,
+    cluster: PrivateCluster, local_output
 ):
     """examples/numaflow_join_sort.py (accumulator + reduce stream, pynumaflow code):
     the flow's module is in examples/, which the workers do not see; it ships."""
@@ -176,10 +219,8 @@ def test_the_numaflow_example_on_workers_that_share_only_one_directory(
                       "--shared-recovery", cwd=ROOT)  # fmt: skip
     out, err = on_cluster.communicate(timeout=400)
     assert on_cluster.returncode == 0, err[-3000:]
-    local = _run(flow, None, "--bounded", cwd=ROOT)
-    local_out, local_err = local.communicate(timeout=300)
-    assert local.returncode == 0, local_err[-3000:]
-    assert out.strip() and sorted(out.splitlines()) == sorted(local_out.splitlines())
+    local = local_output(flow, "--bounded")
+    assert out.strip() and sorted(out.splitlines()) == sorted(local.splitlines())
 
 
 def _count(directory: Path) -> int:

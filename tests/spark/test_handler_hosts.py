@@ -16,7 +16,7 @@ from flowspark.engine.query import RunConfig, run_flow
 from flowspark.testing import TestingInput, TestingOutput
 from tests.spark.test_numaflow import StreamSorter, two_sources
 
-HOST_MODULE = "flowspark.runtime.handler_host"
+HOST_MODULE = "flowspark.runtime.numaflow.handler_host"
 
 
 def _host_pids() -> set[int]:

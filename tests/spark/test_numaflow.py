@@ -17,16 +17,14 @@ import pytest
 
 from flowspark.accumulator import Accumulator, Datum, Message
 from flowspark.dataflow import Dataflow
-from flowspark.mapstreamer import Datum as MapDatum
-from flowspark.mapstreamer import MapStreamer
 from flowspark.mapstreamer import Message as MapMessage
 from flowspark.reducestreamer import Message as ReduceMessage
-from flowspark.reducestreamer import Metadata, ReduceStreamer
 from flowspark.runtime.errors import StepError
-from flowspark.runtime.udf_keyed import REBUILD_ENV
+from flowspark.runtime.numaflow.keyed import REBUILD_ENV
 from flowspark.shared.asynciter import NonBlockingIterator
 from flowspark.testing import TestingInput, TestingOutput, run_main
 from flowspark.window import SlidingWindow, TumblingWindow
+from tests.pynumaflow_pages import FlatMapStream, ReduceCounter, map_stream_handler, reduce_handler
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 PER_BATCH = timedelta(0)  # every source batch is its own micro-batch
@@ -188,33 +186,7 @@ def test_function_handler_locals_persist_across_micro_batches():
 
 
 # -- reduce stream: the reducestreamer page's ReduceCounter and reduce_handler ----------
-
-
-class ReduceCounter(ReduceStreamer):
-    def __init__(self, counter):
-        self.counter = counter
-
-    async def handler(self, keys, datums, output, md: Metadata):
-        async for _ in datums:
-            self.counter += 1
-            if self.counter > 20:
-                msg = f"counter:{self.counter}"
-                await output.put(ReduceMessage(str.encode(msg), keys=keys))
-                self.counter = 0
-        msg = f"counter:{self.counter}"
-        await output.put(ReduceMessage(str.encode(msg), keys=keys))
-
-
-async def reduce_handler(keys, datums, output, md: Metadata):
-    counter = 0
-    async for _ in datums:
-        counter += 1
-        if counter > 20:
-            msg = f"counter:{counter}"
-            await output.put(ReduceMessage(str.encode(msg), keys=keys))
-            counter = 0
-    msg = f"counter:{counter}"
-    await output.put(ReduceMessage(str.encode(msg), keys=keys))
+# (tests/pynumaflow_pages.py)
 
 
 def expected_counts(counts_per_window: list[int]) -> list[bytes]:
@@ -309,33 +281,7 @@ def test_reduce_stream_non_keyed_uses_one_stream():
 
 
 # -- map stream: the mapstreamer page's FlatMapStream and map_stream_handler ------------
-
-
-class FlatMapStream(MapStreamer):
-    async def handler(self, keys: list[str], datum: MapDatum) -> AsyncIterable[MapMessage]:
-        val = datum.value
-        _ = datum.event_time
-        _ = datum.watermark
-        strs = val.decode("utf-8").split(",")
-
-        if len(strs) == 0:
-            yield MapMessage.to_drop()
-            return
-        for s in strs:
-            yield MapMessage(str.encode(s))
-
-
-async def map_stream_handler(_: list[str], datum: MapDatum) -> AsyncIterable[MapMessage]:
-    val = datum.value
-    _ = datum.event_time
-    _ = datum.watermark
-    strs = val.decode("utf-8").split(",")
-
-    if len(strs) == 0:
-        yield MapMessage.to_drop()
-        return
-    for s in strs:
-        yield MapMessage(str.encode(s))
+# (tests/pynumaflow_pages.py)
 
 
 @pytest.mark.parametrize("handler", [FlatMapStream(), map_stream_handler], ids=["class", "fn"])

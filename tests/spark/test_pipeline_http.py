@@ -187,16 +187,36 @@ def test_numaflows_http_filter_pipeline_with_bearer_auth(tmp_path, runs):
     assert ids == [5, 7, 99]
 
 
-def test_the_readmes_accumulator_walk_through_ends_in_sorted_output(tmp_path, runs):
-    """The README's six posts, as written there, one after the other: each read in a
-    micro-batch of its own, as when a person types them (a micro-batch takes less time
-    than typing a curl)."""
+def _walk_through() -> tuple[list[str], list[tuple[str, int, str, str]]]:
+    """The run's arguments and the posts of docs/http-source.md's walk-through."""
+    import shlex
+
+    from tests.docs_blocks import blocks
+
+    run_block, posts_block = [
+        b for b in blocks(ROOT / "docs" / "http-source.md") if b.lang == "bash"
+    ][:2]
+    words = shlex.split(run_block.text.replace("\\\n", " "), comments=True)
+    assert words[:3] == ["python", "-m", "flowspark.run"], run_block.where
+    assert "-H 'x-numaflow-keys: a'" in posts_block.text  # every post has key "a"
+    posts = []
+    for line in posts_block.text.splitlines():
+        if line.startswith("post "):
+            _, vertex, event_time, event_id, payload = shlex.split(line, comments=True)
+            posts.append((vertex, int(event_time), event_id, payload))
+    return words[3:], posts
+
+
+def test_the_http_source_pages_walk_through_ends_in_sorted_output(tmp_path, runs):
+    """docs/http-source.md's run and six posts, read from there, one after the other:
+    each read in a micro-batch of its own, as when a person types them (a micro-batch
+    takes less time than typing a curl)."""
+    args, posts = _walk_through()
+    assert len(posts) == 6
+    recovery = args.index("-r") + 1
+    args[recovery] = str(tmp_path / "recovery")
     progress = tmp_path / "progress.jsonl"
-    run = Run(
-        [str(DATA / "accumulator-page.yaml"), "--udf", f"accum={SORTER}",
-         "-r", str(tmp_path / "recovery"), "--progress-json", str(progress)],
-        tmp_path,
-    )  # fmt: skip
+    run = Run([*args, "--progress-json", str(progress)], tmp_path)
 
     def read() -> int:
         lines = progress.read_text().splitlines() if progress.exists() else []
@@ -204,14 +224,6 @@ def test_the_readmes_accumulator_walk_through_ends_in_sorted_output(tmp_path, ru
         return sum(s.get(v, {}).get("out", 0) for s in steps for v in ("http-one", "http-two"))
 
     runs.append(run)
-    posts = [
-        ("http-one", 1_700_000_002_000, "e2", "second"),
-        ("http-two", 1_700_000_001_000, "e1", "first"),
-        ("http-one", 1_700_000_004_000, "e4", "fourth"),
-        ("http-two", 1_700_000_003_000, "e3", "third"),
-        ("http-one", 1_700_000_006_000, "e6", "sixth"),
-        ("http-two", 1_700_000_005_000, "e5", "fifth"),
-    ]
     for n, (vertex, t, event_id, payload) in enumerate(posts, 1):
         assert post(run.port, vertex, payload.encode(), t, "a", event_id)[0] == 200
         run.wait_for(lambda n=n: read() >= n, timeout=60)

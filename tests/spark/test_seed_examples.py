@@ -1,4 +1,4 @@
-"""The seed page's examples (bytewax-dataflow-0.17.txt), with only the import prefix changed."""
+"""bytewax 0.17's Dataflow documentation examples, with only the import prefix changed."""
 
 from __future__ import annotations
 

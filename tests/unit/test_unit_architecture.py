@@ -2,8 +2,10 @@
 
 Every ``flowspark`` import counts, at module level or inside a function: the
 import graph has no cycle, no module imports from a layer above its own, the
-bytewax/pynumaflow import faces only re-export, and the API builds a flow with
-every operator while ``pyspark`` cannot be imported.
+bytewax/pynumaflow import faces only re-export, Numaflow's folders sit inside the
+runtime and connectors layers (the bytewax core imports Numaflow's runtime only
+to dispatch), and the API builds a flow with every operator while ``pyspark``
+cannot be imported.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "flowspark"
 
 # Lowest first; a module may import its own layer and the layers below it.
 LAYERS = ["shared", "api", "plan", "runtime", "connectors", "engine", "pipeline", "top"]
+# Entry points big enough for a package of their own: their modules are in the top layer.
+TOP_PACKAGES = ["visualize"]
 # Top-level modules that exist so that bytewax / pynumaflow imports carry over.
 FACES = [
     "dataflow",
@@ -83,6 +87,8 @@ def import_graph() -> dict[str, set[str]]:
 
 def layer_of(module: str) -> str:
     parts = module.split(".")
+    if len(parts) > 1 and parts[1] in TOP_PACKAGES:
+        return "top"
     if len(parts) > 2 or (len(parts) == 2 and parts[1] in LAYERS):
         return parts[1]
     return "top"
@@ -145,6 +151,48 @@ def test_no_module_imports_from_a_layer_above_its_own():
 def test_every_layer_folder_exists():
     for layer in LAYERS[:-1]:
         assert (SRC / layer / "__init__.py").is_file(), layer
+
+
+def test_every_package_is_a_layer_or_a_top_package():
+    packages = {p.parent.name for p in SRC.glob("*/__init__.py")}
+    assert packages <= set(LAYERS) | set(TOP_PACKAGES)
+    assert layer_of("flowspark.visualize.svg") == layer_of("flowspark.cli") == "top"
+
+
+# Numaflow's folders sit inside the runtime and connectors layers.
+NUMAFLOW_FOLDERS = {
+    "runtime/numaflow": "runtime",
+    "connectors/numaflow": "connectors",
+    "connectors/numaflow/http": "connectors",
+}
+# The bytewax core (``runtime/*.py``) imports from ``runtime/numaflow/`` only where a
+# shared dispatch must name Numaflow's kinds.
+CORE_TO_NUMAFLOW = {
+    ("flowspark.runtime.logics", "flowspark.runtime.numaflow.keyed"),  # keyed kinds
+    ("flowspark.runtime.stage", "flowspark.runtime.numaflow.datums"),  # built steps
+    # old pickles in recovery directories name this module
+    ("flowspark.runtime.udf_keyed", "flowspark.runtime.numaflow.keyed"),
+}
+
+
+@pytest.mark.parametrize("folder", sorted(NUMAFLOW_FOLDERS))
+def test_the_numaflow_folders_sit_in_their_layers(folder: str):
+    assert (SRC / folder / "__init__.py").is_file(), folder
+    module = "flowspark." + folder.replace("/", ".")
+    assert layer_of(module) == NUMAFLOW_FOLDERS[folder]
+
+
+def test_the_bytewax_core_imports_numaflow_only_to_dispatch():
+    core = {m for m in _modules() if m.startswith("flowspark.runtime.") and m.count(".") == 2}
+    core.discard("flowspark.runtime.numaflow")
+    found = {
+        (module, target)
+        for module, targets in import_graph().items()
+        if module in core
+        for target in targets
+        if target.startswith("flowspark.runtime.numaflow")
+    }
+    assert found <= CORE_TO_NUMAFLOW, sorted(found - CORE_TO_NUMAFLOW)
 
 
 @pytest.mark.parametrize("face", FACES)

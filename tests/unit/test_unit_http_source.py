@@ -32,14 +32,16 @@ from typing import Any
 import pytest
 
 from flowspark.api.udf.types import Datum
-from flowspark.connectors import http as H
-from flowspark.connectors.http import (
+from flowspark.connectors.numaflow.http import (
     HttpInput,
     HttpRoute,
     HttpServer,
     read_journal,
     resolve_address,
 )
+from flowspark.connectors.numaflow.http import input as http_input
+from flowspark.connectors.numaflow.http import journal as J
+from flowspark.shared.times import aware_to_ms
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 EVENT_TIME = "Event time specified in header 'x-numaflow-event-time'"
@@ -245,12 +247,8 @@ def test_event_time_accepted_forms(make_server, tmp_path):
     for i, value in enumerate(["1663006726000", "+5", "-62135596800000", "0007", "-0"]):
         assert post(server, x_numaflow_event_time=value, x_numaflow_id=f"t{i}")[0] == 200
     items, _ = read_all(tmp_path / "journal")
-    assert [to_ms(d.event_time) for d in items] == [1663006726000, 5, -62135596800000, 7, 0]
+    assert [aware_to_ms(d.event_time) for d in items] == [1663006726000, 5, -62135596800000, 7, 0]
     assert items[2].event_time == datetime(1, 1, 1, tzinfo=UTC)
-
-
-def to_ms(dt: datetime) -> int:
-    return (dt - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
 
 
 def test_non_ascii_id_400(make_server, tmp_path):
@@ -391,17 +389,17 @@ def test_stop_completes_pending_requests_and_closes(make_server, tmp_path):
 def test_a_failed_write_answers_500_and_forgets_the_id(make_server, tmp_path, monkeypatch):
     server = make_server()
     journal = server._journals["in"]
-    real_write = H._Journal.write
+    real_write = J.Journal.write
 
     def failing(self, data):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(H._Journal, "write", failing)
+    monkeypatch.setattr(J.Journal, "write", failing)
     assert post(server, x_numaflow_id="w") == (
         500,
         {"error": "Request processing failed", "id": "w"},
     )
-    monkeypatch.setattr(H._Journal, "write", real_write)
+    monkeypatch.setattr(J.Journal, "write", real_write)
     assert post(server, x_numaflow_id="w")[0] == 200  # a retry is not a duplicate
     assert journal_ids(tmp_path / "journal") == ["w"]
     assert journal.size == (tmp_path / "journal" / "in.journal").stat().st_size
@@ -482,7 +480,7 @@ def test_duplicate_headers_first_id_last_forwarded(make_server, tmp_path):
     )
     assert reply.startswith(b"HTTP/1.1 200 OK\r\n")
     (datum,), _ = read_all(tmp_path / "journal")
-    assert datum.id == "first" and to_ms(datum.event_time) == 5
+    assert datum.id == "first" and aware_to_ms(datum.event_time) == 5
     assert datum.headers["x-numaflow-id"] == "second" and datum.headers["x-a"] == "2"
 
 
@@ -692,7 +690,7 @@ def test_input_replays_the_journal_in_order(make_server, tmp_path):
     assert [d.id for d in batch] == [f"e{i}" for i in range(50)]
     assert [d.value for d in batch] == [b"v%d" % i for i in range(50)]
     assert [d.keys for d in batch] == [[f"k{i % 3}"] for i in range(50)]
-    assert [to_ms(d.event_time) for d in batch] == [1_700_000_000_000 + i for i in range(50)]
+    assert [aware_to_ms(d.event_time) for d in batch] == [1_700_000_000_000 + i for i in range(50)]
     assert all(d.watermark == d.event_time and type(d) is Datum for d in batch)
     assert part.next_batch() == []
     awake = part.next_awake()
@@ -706,7 +704,7 @@ def test_input_caps_a_batch(make_server, tmp_path):
     server = make_server()
     for i in range(25):
         assert post(server, x_numaflow_id=str(i))[0] == 200
-    part = H._JournalPart(
+    part = http_input._JournalPart(
         str(tmp_path / "journal" / "in.journal"),
         str(tmp_path / "journal" / "in.journal.synced"),
         0,
@@ -756,7 +754,7 @@ def test_torn_tail_ignored_then_truncated_on_restart(make_server, tmp_path):
     server.stop()
     journal = directory / "in.journal"
     good = journal.stat().st_size
-    record = H._encode("torn", 1, [], {"X-Numaflow-Id": "torn"}, b"p" * 100)
+    record = J.encode_record("torn", 1, [], {"X-Numaflow-Id": "torn"}, b"p" * 100)
     for tail in (record[:5], record[:30], record[:-1], record[:-5] + b"\0\0\0\0\0"):
         with open(journal, "r+b") as f:
             f.truncate(good)
@@ -879,7 +877,7 @@ def test_32_keep_alive_clients(make_server, tmp_path):
 
 KILL_SERVER = """
 import sys, time
-from flowspark.connectors.http import HttpRoute, HttpServer
+from flowspark.connectors.numaflow.http import HttpRoute, HttpServer
 server = HttpServer([HttpRoute("in")], sys.argv[1], port=0).start()
 print(server.port, server._syncer.pid, flush=True)
 time.sleep(600)
@@ -962,14 +960,14 @@ def test_a_busy_port_fails_start_and_releases_the_journal(make_server, tmp_path)
 def _hammer_synced(path: str, stop: Any) -> None:
     import mmap as _mmap
 
-    from flowspark.connectors.http import _pack_synced
+    from flowspark.connectors.numaflow.http.journal import pack_synced
 
     fd = os.open(path, os.O_RDWR)
-    view = _mmap.mmap(fd, len(_pack_synced(0)))
+    view = _mmap.mmap(fd, len(pack_synced(0)))
     size = 116_710_281
     while not stop.is_set():
         size += 12_345
-        view[:] = _pack_synced(size)
+        view[:] = pack_synced(size)
 
 
 def test_a_reader_never_sees_a_torn_synced_length(tmp_path):
@@ -977,11 +975,11 @@ def test_a_reader_never_sees_a_torn_synced_length(tmp_path):
     # read once gave a reader 0 and stopped a run ("the journal was replaced or lost").
     import multiprocessing
 
-    from flowspark.connectors.http import _pack_synced, _read_synced
+    from flowspark.connectors.numaflow.http.journal import pack_synced, read_synced
 
     path = str(tmp_path / "in.journal.synced")
     with open(path, "wb") as f:
-        f.write(_pack_synced(116_710_281))
+        f.write(pack_synced(116_710_281))
     ctx = multiprocessing.get_context("fork")
     stop = ctx.Event()
     writer = ctx.Process(target=_hammer_synced, args=(path, stop))
@@ -989,7 +987,7 @@ def test_a_reader_never_sees_a_torn_synced_length(tmp_path):
     try:
         last, reads, until = 0, 0, time.monotonic() + 1.5
         while time.monotonic() < until:
-            size = _read_synced(path)
+            size = read_synced(path)
             assert size is not None and size >= max(last, 116_710_281)
             last, reads = size, reads + 1
     finally:

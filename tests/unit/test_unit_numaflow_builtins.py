@@ -24,18 +24,15 @@ import flowspark
 from flowspark.api.udf.servers import capturing_servers, handler_factory
 from flowspark.api.udf.times import as_utc, utc_from_ms
 from flowspark.api.udf.types import DROP, Datum
-from flowspark.runtime.builtins import (
+from flowspark.runtime.numaflow.builtins import (
     IMAGE_BUILTINS,
     MAP_BUILTINS,
     TRANSFORMER_BUILTINS,
     build_map_builtin,
     build_transformer_builtin,
     builtin_for_image,
-    parse_date_strict,
-    parse_event_time,
-    parse_go_time,
 )
-from flowspark.runtime.expr import (
+from flowspark.runtime.numaflow.expr import (
     ExprError,
     ExprSyntaxError,
     compile_expression,
@@ -43,8 +40,9 @@ from flowspark.runtime.expr import (
     go_format,
     payload_env,
 )
-from flowspark.runtime.transform import TransformRunner
-from flowspark.runtime.udf_run import run_map_stream
+from flowspark.runtime.numaflow.gotime import parse_date_strict, parse_event_time, parse_go_time
+from flowspark.runtime.numaflow.run import run_map_stream
+from flowspark.runtime.numaflow.transform import TransformRunner
 from flowspark.sourcetransformer import Datum as TransformDatum
 from flowspark.sourcetransformer import (
     Message,

@@ -11,19 +11,18 @@ from typing import Any
 import pytest
 
 from flowspark.pipeline.durations import parse_duration, parse_quantity
-from flowspark.pipeline.spec import (
+from flowspark.pipeline.errors import PipelineSpecError
+from flowspark.pipeline.model import (
     ContainerSpec,
     Edge,
     GeneratorSpec,
     Limits,
-    PipelineSpecError,
     RetryStrategy,
     SecretRef,
     SinkSpec,
     WindowSpec,
-    load_spec,
-    parse_spec,
 )
+from flowspark.pipeline.spec import load_spec, parse_spec
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "numaflow"
 API = "numaflow.numaproj.io/v1alpha1"

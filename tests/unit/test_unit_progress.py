@@ -21,8 +21,8 @@ from flowspark.dataflow import Dataflow
 from flowspark.engine.observe import BatchProgress, ProgressHub, ProgressLog, batch_figures
 from flowspark.engine.progress import LiveProgress, PrometheusMetrics, Tally, watch_run
 from flowspark.plan.graph import build_plan
-from flowspark.plan.render import read_progress
 from flowspark.testing import TestingInput, TestingOutput
+from flowspark.visualize import read_progress
 from tests.http_clients import scrape_metrics
 
 STEPS = [("inp", "input"), ("count", "fold_window"), ("out", "output"), ("late", "output")]
@@ -233,6 +233,28 @@ def test_the_metrics_endpoint_serves_the_runs_figures_over_http():
     assert after[("flowspark_state_keys", "")] == 2
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(metrics.url, timeout=2)  # closed with the run
+
+
+def test_a_reduce_streams_late_port_is_counted_from_the_start():
+    """``reduce_stream`` has a late port (``.late``) as the bytewax window kinds do, so
+    its late items are shown and served from 0, before any is late."""
+    steps = [("inp", "input"), ("sums", "reduce_stream"), ("acc", "accumulate")]
+    progress = BatchProgress(0, True, 100, {"inp": 10}, {}, {})
+    out = io.StringIO()
+    display = LiveProgress(steps, "rs", Console(file=out, width=300), wall=lambda: WALL_S)
+    display.on_batch(progress)
+    line = display.line()
+    assert "sums late 0" in line and "acc" not in line  # accumulate has no late port
+    console = Console(record=True, width=120, force_terminal=True)
+    display = LiveProgress(steps, "rs", console, clock=Ticks(), wall=lambda: WALL_S)
+    display.on_batch(progress)
+    console.print(display)
+    rows = {line.split()[0]: line.split()[1:] for line in console.export_text().splitlines()}
+    assert rows["sums"] == ["reduce_stream", "0"] and rows["acc"] == ["accumulate"]
+    with PrometheusMetrics(0, steps=steps) as metrics:
+        served = scrape_metrics(metrics.url)
+    assert served[("flowspark_late_items_total", "sums")] == 0
+    assert ("flowspark_late_items_total", "acc") not in served
 
 
 def test_two_endpoints_in_one_process_keep_their_own_figures():

@@ -1,4 +1,5 @@
-"""Numaflow's source watermark per input part (engine/source._PartMarks), on a fake clock."""
+"""Numaflow's source watermark per input part (runtime/source_watermark.PartMarks), on a
+fake clock; no pyspark."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import pytest
 
 from flowspark.api.inputs import SourceWatermark
 from flowspark.api.udf.types import Datum
-from flowspark.engine import source
+from flowspark.runtime import source_watermark
+from flowspark.runtime.source_watermark import MIN_WATERMARK, PartMarks
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 T0_MS = int(T0.timestamp() * 1000)
@@ -17,7 +19,7 @@ T0_MS = int(T0.timestamp() * 1000)
 @pytest.fixture
 def clock(monkeypatch):
     now = [T0.timestamp() + 1000.0]
-    monkeypatch.setattr(source, "_now", lambda: now[0])
+    monkeypatch.setattr(source_watermark, "wall_time", lambda: now[0])
     return now
 
 
@@ -27,8 +29,8 @@ def _at(seconds: float) -> Datum:
 
 
 def test_a_part_watermark_is_the_least_event_time_of_each_batch_minus_max_delay(clock):
-    marks = source._PartMarks(SourceWatermark(max_delay=timedelta(seconds=2)))
-    marks.open("p", source.MIN_WATERMARK)
+    marks = PartMarks(SourceWatermark(max_delay=timedelta(seconds=2)))
+    marks.open("p", MIN_WATERMARK)
     marks.read("p", [_at(10), _at(7), _at(12)], "inp")
     assert marks.wm["p"] == T0_MS + 5_000
     marks.seal()
@@ -42,8 +44,8 @@ def test_a_part_watermark_is_the_least_event_time_of_each_batch_minus_max_delay(
 def test_every_pull_of_one_micro_batch_counts_for_its_watermark(clock):
     # Two pulls make one micro-batch: its watermark is the least over both, so no
     # datum of the batch is behind the watermark the batch is handed with.
-    marks = source._PartMarks(SourceWatermark())
-    marks.open("p", source.MIN_WATERMARK)
+    marks = PartMarks(SourceWatermark())
+    marks.open("p", MIN_WATERMARK)
     marks.read("p", [_at(1), _at(3)], "inp")
     marks.read("p", [_at(5), _at(9)], "inp")
     assert marks.wm["p"] == T0_MS + 1_000
@@ -55,8 +57,8 @@ def test_every_pull_of_one_micro_batch_counts_for_its_watermark(clock):
 
 
 def test_items_without_event_time_are_refused_naming_the_input(clock):
-    marks = source._PartMarks(SourceWatermark())
-    marks.open("p", source.MIN_WATERMARK)
+    marks = PartMarks(SourceWatermark())
+    marks.open("p", MIN_WATERMARK)
     with pytest.raises(TypeError, match="input 'inp' has a source watermark"):
         marks.read("p", [("k", 1)], "inp")
 
@@ -67,8 +69,8 @@ def test_an_idle_part_moves_by_increment_every_step_never_past_now(clock):
         idle_step=timedelta(milliseconds=100),
         idle_increment=timedelta(seconds=5),
     )
-    marks = source._PartMarks(policy)
-    marks.open("p", source.MIN_WATERMARK)
+    marks = PartMarks(policy)
+    marks.open("p", MIN_WATERMARK)
     start = clock[0]
     marks.read("p", [_at(0)], "inp")
     clock[0] = start + 0.5
@@ -90,14 +92,14 @@ def test_a_part_that_never_had_data_takes_now_after_the_init_source_delay(clock)
         idle_increment=timedelta(seconds=1),
         init_source_delay=timedelta(seconds=2),
     )
-    marks = source._PartMarks(policy)
-    marks.open("q", source.MIN_WATERMARK)
+    marks = PartMarks(policy)
+    marks.open("q", MIN_WATERMARK)
     start = clock[0]
     clock[0] = start + 1.5
-    assert not marks.idle_step("q") and marks.wm["q"] == source.MIN_WATERMARK
+    assert not marks.idle_step("q") and marks.wm["q"] == MIN_WATERMARK
     clock[0] = start + 2.0
     assert marks.idle_step("q") and marks.wm["q"] == int(clock[0] * 1000)
-    without = source._PartMarks(SourceWatermark(idle_threshold=timedelta(seconds=1)))
-    without.open("q", source.MIN_WATERMARK)
+    without = PartMarks(SourceWatermark(idle_threshold=timedelta(seconds=1)))
+    without.open("q", MIN_WATERMARK)
     clock[0] += 100
-    assert not without.idle_step("q") and without.wm["q"] == source.MIN_WATERMARK
+    assert not without.idle_step("q") and without.wm["q"] == MIN_WATERMARK

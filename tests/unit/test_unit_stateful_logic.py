@@ -25,7 +25,8 @@ from flowspark.runtime.stateful import (
     StatefulMapLogic,
     WindowLogic,
 )
-from flowspark.runtime.windowing import EOF_MS, from_ms, to_ms
+from flowspark.runtime.windowing import EOF_MS
+from flowspark.shared.times import aware_to_ms, datetime_from_ms
 from flowspark.testing import TestingInput
 from flowspark.window import (
     EventClockConfig,
@@ -36,7 +37,7 @@ from flowspark.window import (
 )
 
 ALIGN = datetime(2022, 1, 1, tzinfo=UTC)
-A = to_ms(ALIGN)  # ms of align_to
+A = aware_to_ms(ALIGN)  # ms of align_to
 SEC = 1_000
 NOW = 1_700_000_000_000  # an arbitrary system time for the batches
 
@@ -836,7 +837,7 @@ def test_logic_for_every_window_kind_carries_with_window():
 
 
 def test_from_ms_of_window_bounds_matches_at():
-    assert from_ms(A + 10 * SEC) == at(10)
+    assert datetime_from_ms(A + 10 * SEC) == at(10)
 
 
 # -- logic_for ----------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """The Numaflow UDF runtime without Spark: map stream, stream handlers, keyed logics, datums.
 
-Covers :mod:`flowspark.runtime.udf_run` (``run_map_stream``, ``HandlerRun``),
-:mod:`flowspark.runtime.udf_keyed` (``AccumulateLogic``, ``ReduceStreamLogic``,
-the WAL rebuild) and :mod:`flowspark.runtime.datums`. Handlers mirror the
-pynumaflow 0.14 documentation examples (``/work/shared/spec/pynumaflow-*.txt``).
+Covers :mod:`flowspark.runtime.numaflow.run` (``run_map_stream``, ``HandlerRun``),
+:mod:`flowspark.runtime.numaflow.keyed` (``AccumulateLogic``, ``ReduceStreamLogic``,
+the WAL rebuild), :mod:`flowspark.runtime.numaflow.datums` and ``.convert``. Handlers mirror the
+pynumaflow 0.14 documentation examples.
 """
 
 from __future__ import annotations
@@ -24,20 +24,14 @@ import flowspark.accumulator as acc
 import flowspark.mapstreamer as ms
 import flowspark.reducestreamer as rs
 from flowspark.api.udf.servers import handler_factory
-from flowspark.api.udf.times import to_ms, utc_from_ms
+from flowspark.api.udf.times import utc_from_ms
 from flowspark.api.udf.types import DROP, Datum
 from flowspark.runtime.codec import decode_items
-from flowspark.runtime.datums import (
-    NON_KEYED,
-    DatumKeyer,
-    DatumMaker,
-    MapStreamRunner,
-    TagRoute,
-    as_datum,
-)
 from flowspark.runtime.errors import RemoteStepFailure
 from flowspark.runtime.keyed import KeyedCall
-from flowspark.runtime.udf_keyed import (
+from flowspark.runtime.numaflow.convert import DatumMaker, step_datum
+from flowspark.runtime.numaflow.datums import NON_KEYED, DatumKeyer, MapStreamRunner, TagRoute
+from flowspark.runtime.numaflow.keyed import (
     AccumulateLogic,
     KeyClock,
     MemoryWal,
@@ -46,11 +40,13 @@ from flowspark.runtime.udf_keyed import (
     live_handlers,
     routing_key,
 )
-from flowspark.runtime.udf_run import HandlerRun, run_map_stream
+from flowspark.runtime.numaflow.run import HandlerRun, run_map_stream
 from flowspark.runtime.windowing import EOF_MS, NumaflowFixedWindower, NumaflowSlidingWindower
+from flowspark.shared.times import naive_as_utc_to_ms
+from tests.pynumaflow_pages import ReduceCounter, StreamSorter, map_stream_handler, reduce_handler
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
-T0_MS = to_ms(T0)
+T0_MS = naive_as_utc_to_ms(T0)
 NO_WATERMARK = utc_from_ms(-1)  # Numaflow's "no watermark yet": epoch - 1 ms
 SEC = timedelta(seconds=1)
 
@@ -75,64 +71,13 @@ def _fresh_registry():
     live_handlers().clear()
 
 
-# -- handlers from the pynumaflow docs ------------------------------------------------------------
-
-
-async def map_stream_handler(_: list[str], datum: ms.Datum) -> AsyncIterable[ms.Message]:
-    """The mapstreamer page's example, verbatim."""
-    val = datum.value
-    _ = datum.event_time
-    _ = datum.watermark
-    strs = val.decode("utf-8").split(",")
-
-    if len(strs) == 0:
-        yield ms.Message.to_drop()
-        return
-    for s in strs:
-        yield ms.Message(str.encode(s))
+# -- handlers from the pynumaflow docs (and tests/pynumaflow_pages.py) ---------------------------
 
 
 async def split_dropping_empty(_: list[str], datum: ms.Datum) -> AsyncIterable[ms.Message]:
     """The example, dropping empty parts instead of forwarding them."""
     for s in datum.value.decode("utf-8").split(","):
         yield ms.Message.to_drop() if not s else ms.Message(str.encode(s), keys=["w"])
-
-
-class StreamSorter(acc.Accumulator):
-    """The accumulator page's StreamSorter (its loop variable fixed: ``async for datum``)."""
-
-    def __init__(self, counter):
-        self.latest_wm = datetime.fromtimestamp(-1)
-        self.sorted_buffer: list[acc.Datum] = []
-
-    async def handler(self, datums, output):
-        async for datum in datums:
-            # Process the datums and send output
-            if datum.watermark and datum.watermark > self.latest_wm:
-                self.latest_wm = datum.watermark
-                await self.flush_buffer(output)
-            self.insert_sorted(datum)
-
-    def insert_sorted(self, datum):
-        # Binary insert to keep sorted buffer in order
-        left, right = 0, len(self.sorted_buffer)
-        while left < right:
-            mid = (left + right) // 2
-            if self.sorted_buffer[mid].event_time > datum.event_time:
-                right = mid
-            else:
-                left = mid + 1
-        self.sorted_buffer.insert(left, datum)
-
-    async def flush_buffer(self, output):
-        i = 0
-        for datum in self.sorted_buffer:
-            if datum.event_time > self.latest_wm:
-                break
-            await output.put(acc.Message.from_datum(datum))
-            i += 1
-        # Remove flushed items
-        self.sorted_buffer = self.sorted_buffer[i:]
 
 
 class FlushingStreamSorter(StreamSorter):
@@ -168,43 +113,13 @@ class Forwarder(acc.Accumulator):
             await output.put(acc.Message.from_datum(datum))
 
 
-class ReduceCounter(rs.ReduceStreamer):
-    """The reducestreamer page's class example."""
-
-    def __init__(self, counter):
-        self.counter = counter
-
-    async def handler(self, keys, datums, output, md):
-        async for _ in datums:
-            self.counter += 1
-            if self.counter > 20:
-                msg = f"counter:{self.counter}"
-                await output.put(rs.Message(str.encode(msg), keys=keys))
-                self.counter = 0
-        msg = f"counter:{self.counter}"
-        await output.put(rs.Message(str.encode(msg), keys=keys))
-
-
-async def reduce_handler(keys, datums, output, md):
-    """The reducestreamer page's function example."""
-    counter = 0
-    async for _ in datums:
-        counter += 1
-        if counter > 20:
-            msg = f"counter:{counter}"
-            await output.put(rs.Message(str.encode(msg), keys=keys))
-            counter = 0
-    msg = f"counter:{counter}"
-    await output.put(rs.Message(str.encode(msg), keys=keys))
-
-
 async def window_count(keys, datums, output, md):
     """Counts a window's datums; the output names the window (ms offsets from T0)."""
     n = 0
     async for _ in datums:
         n += 1
-    start = to_ms(md.interval_window.start) - T0_MS
-    end = to_ms(md.interval_window.end) - T0_MS
+    start = naive_as_utc_to_ms(md.interval_window.start) - T0_MS
+    end = naive_as_utc_to_ms(md.interval_window.end) - T0_MS
     await output.put(rs.Message(f"{start}-{end}:{n}".encode(), keys=keys))
 
 
@@ -627,7 +542,7 @@ def test_accumulate_stream_sorter_sorts_per_key():
     per_call = []
     for key, times, now in SORTER_BATCHES:
         outcome = driver.values(key, [acc_datum(key, t) for t in times], now)
-        per_call.append([to_ms(d.event_time) - T0_MS for d in outcome.emitted])
+        per_call.append([naive_as_utc_to_ms(d.event_time) - T0_MS for d in outcome.emitted])
     # delay 10 s: each batch's datums carry (key's max event time so far - 10 s)
     assert per_call == [[], [], [], [11_000, 12_000], [], [13_000, 14_000, 15_000, 16_000]]
     assert driver.wals["a"].read() and driver.states["a"][1] is not None
@@ -1245,21 +1160,21 @@ def test_tag_route_default_and_invalid():
         TagRoute("a")
 
 
-def test_as_datum_accepts_pynumaflow_datums():
+def test_step_datum_accepts_pynumaflow_datums():
     p = PDatum(["k"], b"v", datetime(2024, 1, 1), datetime(2024, 1, 1, 0, 0, 1), "id-1", {"h": "1"})
-    d = as_datum(p, "accumulate 'x'")
+    d = step_datum(p, "accumulate 'x'")
     assert isinstance(d, Datum)
     assert (d.keys, d.value, d.id, d.headers, d.tags) == (["k"], b"v", "id-1", {"h": "1"}, [])
     assert d.event_time == T0 and d.watermark == at(1) and d.event_time.tzinfo is UTC
-    m = as_datum(PMapDatum(["k"], b"w", datetime(2024, 1, 1), datetime(2024, 1, 1)), "m")
+    m = step_datum(PMapDatum(["k"], b"w", datetime(2024, 1, 1), datetime(2024, 1, 1)), "m")
     assert (m.keys, m.value, m.id) == (["k"], b"w", "")
     ours = Datum(["k"], b"v", T0, T0)
-    assert as_datum(ours, "x") is ours
+    assert step_datum(ours, "x") is ours
 
 
-def test_as_datum_rejects_plain_items_with_hint():
+def test_step_datum_rejects_plain_items_with_hint():
     with pytest.raises(TypeError, match=r"accumulate 'x' needs datums.*to_datums.*got 42"):
-        as_datum(42, "accumulate 'x'")
+        step_datum(42, "accumulate 'x'")
 
 
 def test_reduce_stream_window_closed_by_idleness_does_not_reopen():
@@ -1299,11 +1214,11 @@ def test_two_udf_steps_in_one_process_keep_their_live_handlers():
 
 
 def test_plain_bytes_text_and_keyed_pairs_become_datums_with_to_datums_defaults():
-    d = as_datum(("user-1", "hello"), "accumulate 'a'")
+    d = step_datum(("user-1", "hello"), "accumulate 'a'")
     assert (d.keys, d.value) == (["user-1"], b"hello")
-    assert (as_datum(b"raw", "x").keys, as_datum("text", "x").value) == ([], b"text")
+    assert (step_datum(b"raw", "x").keys, step_datum("text", "x").value) == ([], b"text")
     with pytest.raises(TypeError, match="to_datums"):
-        as_datum(("k", 5), "accumulate 'a'")
+        step_datum(("k", 5), "accumulate 'a'")
 
 
 def test_a_busy_key_keeps_a_wal_of_about_the_watermark_delay():

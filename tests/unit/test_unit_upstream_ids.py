@@ -6,8 +6,12 @@ same input part in every micro-batch, whichever other parts had data then.
 
 from __future__ import annotations
 
-from flowspark.engine import source
+import subprocess
+import sys
+
 from flowspark.inputs import PartitionedInput, StatefulSource
+from flowspark.runtime.input_offsets import InputSpec, upstream_id
+from flowspark.runtime.polling import DriverReadOffsets
 
 
 class _Scripted(StatefulSource):
@@ -39,8 +43,8 @@ class _TwoParts(PartitionedInput):
 
 
 def _splits_by_batch(script):
-    spec = source.InputSpec(_TwoParts(script), entry=0, step_id="inp", program=b"")
-    offsets = source._DriverReadOffsets(spec, per_batch_epochs=True, until_end=False)
+    spec = InputSpec(_TwoParts(script), entry=0, step_id="inp", program=b"")
+    offsets = DriverReadOffsets(spec, per_batch_epochs=True, until_end=False)
     start: dict = {}
     batches = []
     for _ in range(3):
@@ -55,13 +59,22 @@ def test_a_part_keeps_its_upstream_id_when_the_other_part_has_no_data():
     # Batch 1: both parts; batch 2: only b (a is quiet); batch 3: only a.
     script = {"a": [[1], [], [3]], "b": [[10], [20]]}
     batches = _splits_by_batch(script)
-    a, b = source.upstream_id("inp", "a"), source.upstream_id("inp", "b")
+    a, b = upstream_id("inp", "a"), upstream_id("inp", "b")
     assert batches[0] == [a, b]
     assert batches[1] == [b]  # b is not renumbered as the first partition
     assert a != b
 
 
 def test_upstream_ids_never_collide_with_a_keyed_stages_partition_numbers():
-    ids = {source.upstream_id("inp", str(p)) >> 32 for p in range(1000)}
+    ids = {upstream_id("inp", str(p)) >> 32 for p in range(1000)}
     assert len(ids) == 1000
     assert min(ids) >= 1 << 30  # partition numbers of keyed stages are small
+
+
+def test_the_input_planning_modules_need_no_pyspark():
+    # They run in Spark's planning process, but engine/source.py is their only Spark part.
+    modules = ["input_offsets", "polling", "source_watermark"]
+    code = "import sys\n" + "".join(f"import flowspark.runtime.{m}\n" for m in modules)
+    code += "assert 'pyspark' not in sys.modules, 'pyspark'"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

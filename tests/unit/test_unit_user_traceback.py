@@ -14,7 +14,7 @@ import pytest
 
 from flowspark.runtime import pickling
 from flowspark.runtime.errors import WORKER_TRACEBACK, find_step_error, step_failure
-from flowspark.runtime.udf_run import HandlerRun
+from flowspark.runtime.numaflow.run import HandlerRun
 from flowspark.runtime.user_traceback import FRAME_LIMIT, Frame, Part, capture, render
 
 USER_SOURCE = textwrap.dedent(
@@ -90,7 +90,7 @@ def test_worker_traceback_names_the_users_file_line_and_source(user_module):
         "    return s.upper()\n"
         "AttributeError: 'int' object has no attribute 'upper'"
     )
-    assert "udf_run.py" not in text  # HandlerRun's frames are gone
+    assert "numaflow/run.py" not in text  # HandlerRun's frames are gone
 
 
 def test_the_whole_chain_is_shown_oldest_first(user_module):
@@ -137,4 +137,4 @@ def test_a_step_failure_carries_the_user_frames_to_the_driver(user_module):
     [note] = error.__cause__.__notes__
     assert note.startswith(WORKER_TRACEBACK)
     assert f'File "{user_module.__file__}", line 2, in shout\n    return s.upper()' in note
-    assert "udf_run.py" not in note and "errors.py" not in note
+    assert "numaflow/run.py" not in note and "errors.py" not in note

@@ -16,17 +16,18 @@ import pytest
 
 from flowspark.connectors.stdio import StdOutput
 from flowspark.dataflow import Dataflow
-from flowspark.plan.render import (
+from flowspark.engine.observe import STEP_COUNTS, BatchProgress, batch_figures
+from flowspark.testing import TestingInput, TestingOutput
+from flowspark.visualize import (
     Figures,
     flow_graph,
+    main,
     read_progress,
-    safe_ids,
     to_html,
     to_mermaid,
     to_svg,
 )
-from flowspark.testing import TestingInput, TestingOutput
-from flowspark.visualize import main
+from flowspark.visualize.graph import safe_ids
 from flowspark.window import EventClockConfig, TumblingWindow
 
 REPO = Path(__file__).resolve().parents[2]
@@ -270,31 +271,27 @@ PROGRESS = [
         "duration_ms": 300,
         "watermark_lag_ms": 50,
     },
-    {"batch": 2, "steps": {"split": {"state_keys": 7}}},
+    {"batch": 2, "steps": {"split": {"in_per_s": 3.5}}, "state_keys": 7},
 ]
 
 
 def test_progress_lines_are_summed_and_state_keys_are_the_last():
     figures = read_progress(json.dumps(line) for line in PROGRESS)
     assert figures.steps["poem"] == {"out": 1000}
-    assert figures.steps["split"] == {"in": 1000, "out": 980, "late": 2, "state_keys": 7}
+    assert figures.steps["split"] == {"in": 1000, "out": 980, "late": 2}
     assert (figures.batches, figures.duration_ms, figures.watermark_lag_ms) == (3, 1500.0, 50.0)
-    assert figures.label("split") == "in 1,000 · out 980 · late 2 · keys 7"
+    assert figures.state_keys == 7
+    assert figures.label("split") == "in 1,000 · out 980 · late 2"
     assert figures.label("nowhere") == ""
 
 
-def test_batch_progress_shaped_lines_are_read_too():
-    line = {
-        "batch_id": 4,
-        "items_read": {"inp": 10},
-        "items_written": {"out": 3},
-        "late_items": {"w": 1},
-        "state_keys": 12,
-        "duration_ms": 90,
-    }
+def test_lines_are_read_as_the_engine_writes_them():
+    progress = BatchProgress(4, True, 90, {"inp": 10}, {"out": 3}, {"w": 1}, state_keys=12)
+    line = {"batchId": 4, **batch_figures(progress, wall_ms=0, seconds=1.0)}  # the env log's
     figures = read_progress([json.dumps(line), "", json.dumps(line)])
     assert figures.steps == {"inp": {"out": 20}, "out": {"in": 6}, "w": {"late": 2}}
-    assert figures.state_keys == 12 and figures.batches == 2
+    assert figures.state_keys == 12 and figures.batches == 2 and figures.duration_ms == 180
+    assert {key for _, key in STEP_COUNTS} == {"in", "out", "late"}
 
 
 @pytest.mark.parametrize(
@@ -423,13 +420,14 @@ def test_figures_from_a_progress_file_appear_in_the_labels(isolated, capsys):
     assert nodes["s_split"] == [
         "split",
         "flat_map · str.split",
-        "in 1,000 · out 980 · late 2 · keys 7",
+        "in 1,000 · out 980 · late 2",
     ]
     assert nodes["s_poem"][-1] == "out 1,000"
     assert main([target, "--from", str(progress), "-o", "f.svg"]) == 0
     texts = [t.text for t in ET.parse(isolated / "f.svg").iter(f"{SVG_NS}text")]
-    assert "in 1,000 · out 980 · late 2 · keys 7" in texts
+    assert "in 1,000 · out 980 · late 2" in texts
     assert any(t and "3 micro-batches · 1.5 s in batches" in t for t in texts)
+    assert any(t and "7 keys in state" in t for t in texts)
     html_page = to_html(flow_graph(sessionizer_example()), {"sessionizer": {"state_keys": 2}})
     assert '<td class="n">2</td>' in html_page
 

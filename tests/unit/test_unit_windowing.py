@@ -6,7 +6,7 @@ micro-batch's system time.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given
@@ -36,68 +36,17 @@ from flowspark.runtime.windowing import (
     Windower,
     build_clock,
     build_windower,
-    from_ms,
-    to_ms,
     windower_types,
 )
+from flowspark.shared.times import aware_to_ms, datetime_from_ms
 
 ALIGN = datetime(2022, 1, 1, tzinfo=UTC)
-ALIGN_MS = to_ms(ALIGN)
+ALIGN_MS = aware_to_ms(ALIGN)
 
 
 def event_clock(wait_s: float = 0) -> ClockLogic:
     """An event clock whose values are their own time in ms."""
-    return ClockLogic(EventClockConfig(from_ms, timedelta(seconds=wait_s)))
-
-
-# -- to_ms / from_ms ------------------------------------------------------------------
-
-
-def test_to_ms_of_the_epoch_and_a_known_date():
-    assert to_ms(datetime(1970, 1, 1, tzinfo=UTC)) == 0
-    assert to_ms(ALIGN) == 1_640_995_200_000
-
-
-def test_to_ms_honours_the_utc_offset_of_aware_datetimes():
-    plus_two = timezone(timedelta(hours=2))
-    assert to_ms(datetime(2022, 1, 1, 2, tzinfo=plus_two)) == ALIGN_MS
-
-
-def test_to_ms_rejects_naive_datetimes_with_a_hint_about_timezones():
-    with pytest.raises(ValueError, match="timezone"):
-        to_ms(datetime(2022, 1, 1))
-
-
-@pytest.mark.parametrize("bad", [0, 1.5, "2022-01-01", None, ALIGN.date()])
-def test_to_ms_rejects_non_datetimes_with_a_type_error(bad):
-    with pytest.raises(TypeError, match="needs a datetime"):
-        to_ms(bad)
-
-
-def test_from_ms_is_aware_utc():
-    dt = from_ms(ALIGN_MS + 1_500)
-    assert dt == ALIGN + timedelta(seconds=1.5)
-    assert dt.utcoffset() == timedelta(0)
-
-
-def test_to_ms_floors_sub_millisecond_times_also_before_the_epoch():
-    assert to_ms(ALIGN + timedelta(microseconds=999)) == ALIGN_MS
-    assert to_ms(datetime(1970, 1, 1, tzinfo=UTC) - timedelta(microseconds=1)) == -1
-
-
-@given(st.integers(min_value=-62_000_000_000_000, max_value=250_000_000_000_000))
-def test_ms_round_trip(ms):
-    assert to_ms(from_ms(ms)) == ms
-
-
-@given(
-    st.datetimes(
-        min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(UTC)
-    )
-)
-def test_datetime_round_trip_up_to_the_millisecond(dt):
-    back = from_ms(to_ms(dt))
-    assert back == dt.replace(microsecond=dt.microsecond // 1000 * 1000)
+    return ClockLogic(EventClockConfig(datetime_from_ms, timedelta(seconds=wait_s)))
 
 
 # -- SlidingWindower --------------------------------------------------------------------
@@ -262,7 +211,7 @@ def test_eof_makes_the_watermark_max():
 
 
 def test_eof_is_far_in_the_future_but_representable():
-    assert from_ms(EOF_MS).year == 9000
+    assert datetime_from_ms(EOF_MS).year == 9000
     assert EOF_MS < MAX_MS
 
 

@@ -17,11 +17,18 @@ merges and several inputs or outputs.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any
 
+from flowspark.api.inputs import Input
+from flowspark.api.outputs import Output
 from flowspark.api.steps import Port, Step
+from flowspark.api.udf.checks import check_datum_functions, check_route
+from flowspark.api.udf.handlers import Mapper, Reducer
+from flowspark.api.udf.servers import NumaflowServer, derives_from, handler_factory
+from flowspark.api.window import ClockConfig, SlidingWindow, TumblingWindow, WindowConfig
 
 __all__ = ["Dataflow", "Stream", "WindowStream"]
 
@@ -120,8 +127,6 @@ class Stream:
 
     def output(self, step_id: str, output: Any) -> Stream:
         """Write items to ``output``; items also pass on downstream unmodified."""
-        from flowspark.api.outputs import Output
-
         if not isinstance(output, Output):
             raise TypeError(
                 f"output {step_id!r}: expected a flowspark Output "
@@ -217,8 +222,6 @@ class Stream:
         fns: dict[str, Any],
         with_window: bool,
     ) -> WindowStream:
-        from flowspark.api.window import ClockConfig, WindowConfig
-
         if not isinstance(clock_config, ClockConfig):
             raise TypeError(
                 f"{kind} {step_id!r}: clock_config must be EventClockConfig or "
@@ -257,8 +260,6 @@ class Stream:
         value; ``str`` values are UTF-8 encoded; without ``event_time`` a datum is
         stamped with the time it is converted at.
         """
-        from flowspark.api.udf.checks import check_datum_functions
-
         fns = {"keys": keys, "value": value, "event_time": event_time, "headers": headers, "id": id}
         check_datum_functions(step_id or "to_datums", fns)
         given = {name: fn for name, fn in fns.items() if fn is not None}
@@ -272,8 +273,6 @@ class Stream:
         at once); each datum's messages keep their order and inherit its event time.
         ``DROP``-tagged messages are not forwarded.
         """
-        from flowspark.api.udf.servers import handler_factory
-
         _check_step_id("map_stream", step_id)
         if not isinstance(concurrency, int) or concurrency < 1:
             raise ValueError(
@@ -306,8 +305,6 @@ class Stream:
         a ``Reducer`` (non-stream) emits only at the close. Datums whose windows
         have all closed go to ``.late``. ``clock``: see :meth:`accumulate`.
         """
-        from flowspark.api.window import SlidingWindow, TumblingWindow
-
         _check_step_id("reduce_stream", step_id)
         if isinstance(window, timedelta):
             window = TumblingWindow(length=window)
@@ -362,8 +359,6 @@ class Stream:
         time ends. A flow has one clock: it is per key when a step asks for it or
         the flow has bytewax keyed steps.
         """
-        from flowspark.api.udf.servers import handler_factory
-
         _check_step_id("accumulate", step_id)
         if not isinstance(timeout, timedelta) or timeout < timedelta(0):
             raise TypeError(
@@ -390,8 +385,6 @@ class Stream:
         ``operator`` ``"or"`` (default): any of them; ``"and"``: all; ``"not"``:
         none. Without ``tags`` everything passes.
         """
-        from flowspark.api.udf.checks import check_route
-
         check_route(tags, operator)
         return self._add("route", step_id, args={"tags": tuple(tags), "operator": operator})
 
@@ -441,17 +434,12 @@ def _check_duration(kind: str, step_id: str, name: str, value: Any) -> None:
 
 def _server_kind(handler: Any) -> str | None:
     """The UDF kind of a flowspark server object (``MapStreamAsyncServer`` …), if it is one."""
-    from flowspark.api.udf.servers import NumaflowServer
-
     return handler.kind if isinstance(handler, NumaflowServer) else None
 
 
 def _map_kind(handler: Any) -> str:
     """``"map"`` for a (non-stream) ``Mapper`` instance (ours or pynumaflow's) or a map
     server, else ``"map_stream"``."""
-    from flowspark.api.udf.handlers import Mapper
-    from flowspark.api.udf.servers import derives_from
-
     kind = _server_kind(handler)
     if kind is not None:
         return kind
@@ -461,11 +449,6 @@ def _map_kind(handler: Any) -> str:
 def _reduce_factory(handler: Any, init_args: Any, init_kwargs: Any) -> Any:
     """The per-key-and-window handler factory of ``reduce_stream``; a ``Reducer`` is
     wrapped so that its returned ``Messages`` are put at the window's close."""
-    import inspect
-
-    from flowspark.api.udf.handlers import Reducer
-    from flowspark.api.udf.servers import derives_from, handler_factory
-
     kind = _server_kind(handler)
     if kind is not None:
         is_reducer = kind == "reduce"
@@ -507,6 +490,7 @@ class WindowStream(Stream):
     @property
     def late(self) -> Stream:
         """``(key, value)`` items that arrived after their window closed."""
+        assert self._port is not None  # a window step's stream is its step's
         return Stream(self._flow, Port(self._port.step, 1))
 
 
@@ -588,8 +572,6 @@ class Dataflow:
         >>> [s.step_id for s in flow.steps]
         ['a', 'b']
         """
-        from flowspark.api.inputs import Input
-
         if not isinstance(input, Input):
             raise TypeError(
                 f"input {step_id!r}: expected a flowspark Input "

@@ -16,7 +16,7 @@ offsets kept in the checkpoint:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -130,8 +130,8 @@ class Split(ABC):
     """A picklable piece of work an executor reads: items in source batches."""
 
     @abstractmethod
-    def read(self) -> Iterator[list[Any]]:
-        """Yield the items of this split as lists, in order."""
+    def read(self) -> Iterator[Sequence[Any]]:
+        """Yield the items of this split in batches (lists, or any sequence), in order."""
 
 
 class SeekableInput(Input):

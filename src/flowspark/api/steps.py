@@ -11,6 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Family = Literal["input", "stateless", "exchange", "keyed", "output"]
+# How a windowed step accumulates a window's values: the reducer folds each value
+# into the first, the builder's value folds them, a list sorted by time collects
+# them, or a Numaflow handler reads them as a stream.
+Aggregation = Literal["reduce", "fold", "collect", "handler"]
 
 
 @dataclass(frozen=True)
@@ -26,9 +30,17 @@ class OperatorKind:
     ``fn``: the ``Step.fns`` entry holding the function, or ``None`` when the
     runtime builds it from the step's arguments. ``state_per_key``: a keyed
     step whose state is kept per key rather than in buckets of keys.
+    ``windowed``: a keyed step that gathers each key's values into windows;
+    ``late_port``: the step has a second output (slot 1, ``.late``) for the items
+    that came after their windows closed, which the run counts per step;
+    ``aggregates``: how a windowed step accumulates a window's values
+    (:data:`Aggregation`; ``None`` for a step without windows).
 
     >>> operator("map").applies, operator("reduce").family
     ('map', 'keyed')
+    >>> op = operator("fold_window")
+    >>> op.windowed, op.late_port, op.aggregates
+    (True, True, 'fold')
     """
 
     name: str
@@ -36,6 +48,9 @@ class OperatorKind:
     applies: str | None = None
     fn: str | None = None
     state_per_key: bool = False
+    windowed: bool = False
+    late_port: bool = False
+    aggregates: Aggregation | None = None
 
 
 def _kinds(*kinds: OperatorKind) -> dict[str, OperatorKind]:
@@ -63,12 +78,19 @@ OPERATORS: dict[str, OperatorKind] = _kinds(
     OperatorKind("reduce", "keyed"),
     OperatorKind("stateful_map", "keyed"),
     OperatorKind("batch", "keyed"),
-    OperatorKind("reduce_window", "keyed"),
-    OperatorKind("fold_window", "keyed"),
-    OperatorKind("collect_window", "keyed"),
+    OperatorKind("reduce_window", "keyed", windowed=True, late_port=True, aggregates="reduce"),
+    OperatorKind("fold_window", "keyed", windowed=True, late_port=True, aggregates="fold"),
+    OperatorKind("collect_window", "keyed", windowed=True, late_port=True, aggregates="collect"),
     # Numaflow's keyed kinds keep their handlers' write-ahead log per key.
     OperatorKind("accumulate", "keyed", state_per_key=True),
-    OperatorKind("reduce_stream", "keyed", state_per_key=True),
+    OperatorKind(
+        "reduce_stream",
+        "keyed",
+        state_per_key=True,
+        windowed=True,
+        late_port=True,
+        aggregates="handler",
+    ),
 )
 """Every operator kind a :class:`Step` can have, by name."""
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from flowspark.shared.times import EPOCH
+
 __all__ = [
     "ClockConfig",
     "EventClockConfig",
@@ -31,7 +33,6 @@ __all__ = [
 
 UTC_MIN = datetime.min.replace(tzinfo=UTC)
 UTC_MAX = datetime.max.replace(tzinfo=UTC)
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _check_timedelta(name: str, value: Any, positive: bool = True) -> None:
@@ -98,7 +99,7 @@ class SlidingWindow(WindowConfig):
 
     length: timedelta
     offset: timedelta
-    align_to: datetime = _EPOCH
+    align_to: datetime = EPOCH
 
     def __post_init__(self) -> None:
         _check_timedelta("length", self.length)
@@ -111,7 +112,7 @@ class TumblingWindow(WindowConfig):
     """Back-to-back windows of ``length`` aligned to ``align_to``: ``[start, end)``."""
 
     length: timedelta
-    align_to: datetime = _EPOCH
+    align_to: datetime = EPOCH
 
     def __post_init__(self) -> None:
         _check_timedelta("length", self.length)

@@ -136,7 +136,7 @@ class _Connection:
             return conn
 
     def __init__(self, servers: tuple[str, ...], connect_timeout: float) -> None:
-        import nats
+        import nats  # noqa: PLC0415 optional: jetstream extra
 
         _reachable(servers, connect_timeout)
         self.servers = servers
@@ -190,7 +190,10 @@ def _reason(exc: BaseException) -> str:
 
 
 def _retrying(
-    what: str, call: Callable[[], Any], retry_for: float, fatal: tuple[type, ...] = ()
+    what: str,
+    call: Callable[[], Any],
+    retry_for: float,
+    fatal: tuple[type[BaseException], ...] = (),
 ) -> Any:
     """``call()``, retried with back-off (0.1 s doubling to 2 s) for ``retry_for`` s."""
     deadline = time.monotonic() + retry_for
@@ -215,7 +218,7 @@ class NoSuchStream(LookupError):
 
 
 def _stream_info(conn: _Connection, stream: str, retry_for: float) -> Any:
-    from nats.js.errors import NotFoundError
+    from nats.js.errors import NotFoundError  # noqa: PLC0415 optional: jetstream extra
 
     async def info() -> Any:
         try:
@@ -307,20 +310,20 @@ class JetStreamInput(SeekableInput):
     def start_offset(self, part: str) -> int:
         if self._start_seq is None:
             start = self.start
-            if start == "first":
-                self._start_seq = 0  # from the stream's first message, whatever it is then
-            elif start == "new":
-                self._start_seq = self._info().state.last_seq + 1
+            if isinstance(start, datetime):
+                self._start_seq = self._seq_at(start)
             elif isinstance(start, int):
                 self._start_seq = start
-            else:
-                self._start_seq = self._seq_at(start)
+            elif start == "new":
+                self._start_seq = self._info().state.last_seq + 1
+            else:  # "first": from the stream's first message, whatever it is then
+                self._start_seq = 0
         return self._start_seq
 
     def _seq_at(self, when: datetime) -> int:
         """The sequence of the first message stored at or after ``when``: a consumer
         that starts there has delivered up to the one before it."""
-        from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+        from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy  # noqa: PLC0415 optional: jetstream extra
 
         conn = self._conn()
         if when.tzinfo is None:
@@ -329,7 +332,9 @@ class JetStreamInput(SeekableInput):
         async def find() -> int:
             config = ConsumerConfig(
                 deliver_policy=DeliverPolicy.BY_START_TIME,
-                opt_start_time=when.isoformat(),
+                # nats-py types it datetime since 2.1x; older releases need the RFC 3339
+                # string, which newer ones pass through as is.
+                opt_start_time=when.isoformat(),  # type: ignore[arg-type]
                 ack_policy=AckPolicy.NONE,
                 inactive_threshold=10.0,
                 mem_storage=True,
@@ -415,7 +420,7 @@ class _RangeSplit(Split):
     async def _fetch(self, conn: _Connection, progress: list[int], got: list[Any]) -> None:
         """Read from ``progress[0]`` until ``hi`` (or the stream's end), keeping
         ``progress[0]`` at the next sequence to read."""
-        from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+        from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy  # noqa: PLC0415 optional: jetstream extra
 
         nc, hi, kind = conn.nc, self.hi, self.items
         loop = asyncio.get_running_loop()

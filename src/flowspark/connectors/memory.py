@@ -89,7 +89,7 @@ class TestingInput(SeekableInput):
     def __getstate__(self) -> dict[str, Any]:
         # Items travel to Spark's planning process once, pre-encoded in chunks,
         # so planning a micro-batch ships bytes instead of pickling objects again.
-        state = {"batch_size": self.batch_size, "length": len(self.items)}
+        state: dict[str, Any] = {"batch_size": self.batch_size, "length": len(self.items)}
         if isinstance(self.items, range):
             state["range"] = self.items
             return state

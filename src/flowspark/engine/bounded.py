@@ -22,10 +22,15 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+from pyspark import InheritableThread
+from pyspark.sql import Row
+
+from flowspark.engine.compat import is_connect
 from flowspark.engine.stateful import LevelProcessor
 from flowspark.runtime.codec import KEY_SEPARATOR, ROW_SCHEMA, WHOLE_INPUT_MS
+from flowspark.runtime.task import RowBuffer, run_program, task_context
 
-__all__ = ["read_frame", "keyed_level", "run_job"]
+__all__ = ["read_frame", "bounded_keyed_level", "run_job"]
 
 
 def read_frame(
@@ -35,8 +40,6 @@ def read_frame(
     running the input's level-0 program (``programs`` by input) over its split."""
 
     def read(batches: Iterator[Any]) -> Iterator[Any]:
-        from flowspark.runtime.task import run_program, task_context
-
         for batch in batches:
             for index in batch.column(0).to_pylist():
                 entry, split = reads[index]
@@ -48,15 +51,13 @@ def read_frame(
     return spark.range(0, len(reads), 1, tasks).mapInArrow(read, ROW_SCHEMA)
 
 
-def keyed_level(df: Any, processor: LevelProcessor, key_partitions: int, wall_ms: int) -> Any:
+def bounded_keyed_level(
+    df: Any, processor: LevelProcessor, key_partitions: int, wall_ms: int
+) -> Any:
     """A level with keyed steps: rows partitioned by key as transformWithState would
     get them, then each partition's keys handled at ``wall_ms`` and closed."""
 
     def level(batches: Iterator[Any]) -> Iterator[Any]:
-        from pyspark.sql import Row
-
-        from flowspark.runtime.task import RowBuffer
-
         processor.load()
         unkeyed: list[Any] = []
         buckets: dict[str, list[bytes]] = {}
@@ -92,10 +93,6 @@ def run_job(df: Any, dispatcher: Any, interrupted: threading.Event) -> None:
     The job runs in a thread of its own so that Ctrl-C (``interrupted``) can
     cancel it from here; its error, if any, is raised here.
     """
-    from pyspark import InheritableThread
-
-    from flowspark.engine.compat import is_connect
-
     session = df.sparkSession
     group = f"flowspark-{uuid.uuid4().hex}"
     failure: list[BaseException] = []

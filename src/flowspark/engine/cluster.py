@@ -31,6 +31,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from flowspark.engine.java import find_java_home
+from flowspark.engine.session import JVM_FLAGS, engine_settings, local_cores
 from flowspark.shared.processes import pid_alive
 
 __all__ = [
@@ -66,14 +68,12 @@ def default_dir() -> Path:
 
 
 def _spark_home() -> Path:
-    import pyspark
+    import pyspark  # noqa: PLC0415 pyspark: when Spark starts
 
     return Path(pyspark.__file__).resolve().parent
 
 
 def _env() -> dict[str, str]:
-    from flowspark.engine.java import find_java_home
-
     env = dict(os.environ)
     env["SPARK_HOME"] = str(_spark_home())
     env["JAVA_HOME"] = find_java_home()
@@ -264,8 +264,6 @@ class ConnectInfo:
 
 def _connect_settings(master: str, host: str, port: int) -> dict[str, str]:
     """The server's Spark settings: flowspark's engine's, plus Connect's own."""
-    from flowspark.engine.session import JVM_FLAGS, engine_settings, local_cores
-
     return {
         **engine_settings(master, local_cores(master), " ".join(JVM_FLAGS)),
         "spark.connect.grpc.binding.address": host,

@@ -35,7 +35,7 @@ PYSPARK_SERIES = "4.3"
 def check_pyspark(version: str | None = None) -> None:
     """Fail on a PySpark major version other than 4; warn on another 4.x series."""
     if version is None:
-        import pyspark
+        import pyspark  # noqa: PLC0415 pyspark: when Spark starts
 
         version = pyspark.__version__
     major, _, rest = version.partition(".")
@@ -57,7 +57,7 @@ def processor_init_on_driver(handle: Any) -> bool:
     """Whether a ``StatefulProcessor.init`` runs in the driver's schema-collecting pass
     (a fresh process on every query start, which needs nothing but the state
     declared), not in a task. PySpark tells it only by its API client's state."""
-    from pyspark.sql.streaming.stateful_processor_api_client import (
+    from pyspark.sql.streaming.stateful_processor_api_client import (  # noqa: PLC0415 pyspark: when Spark starts
         StatefulProcessorHandleState,
     )
 

@@ -20,6 +20,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import pyarrow as pa
+
 __all__ = ["BatchForwarder", "DeliveryServer", "client_address"]
 
 _HEADER = struct.Struct("<16sqQ")  # token, batch id, payload length
@@ -58,8 +60,6 @@ class DeliveryServer:
             threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
 
     def _handle(self, conn: socket.socket) -> None:
-        import pyarrow as pa
-
         with conn:
             try:
                 token, batch_id, size = _HEADER.unpack(_recv_exact(conn, _HEADER.size))
@@ -98,8 +98,6 @@ class BatchForwarder:
         self.host, self.port, self.token = host, port, token
 
     def __call__(self, df: Any, batch_id: int) -> None:
-        import pyarrow as pa
-
         table = df.toArrow()
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, table.schema) as writer:

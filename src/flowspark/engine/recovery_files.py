@@ -15,8 +15,8 @@ The formats:
   ``N``, after batch ``N - 1``; LZ4 block streams, checked by
   :mod:`flowspark.engine.recovery_damage`), RocksDB checkpoints ``N.zip`` and tables
   ``*.sst`` (an 8-byte magic number ends each).
-* The HTTP source's journal (see :mod:`flowspark.connectors.http`): ``FSPKHTJ1``, then
-  records ``u32 length | u32 CRC-32 | body``.
+* The HTTP source's journal (see :mod:`flowspark.connectors.numaflow.http.journal`):
+  ``FSPKHTJ1``, then records ``u32 length | u32 CRC-32 | body``.
 
 >>> parse_log(b'v1\\n{"batchTimestampMs": 5}\\n-')
 ('v1', [{'batchTimestampMs': 5}, None])
@@ -30,6 +30,7 @@ import pickle
 import re
 import struct
 import zlib
+from collections.abc import Iterable
 from typing import IO, Any
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "Opaque",
     "journal_problem",
     "journal_synced",
+    "numbered_files",
     "parse_log",
     "peek_pickle",
     "sst_problem",
@@ -84,6 +86,40 @@ def parse_log(data: bytes) -> tuple[str, list[Any]]:
                 f"line {number} is not whole JSON (the file was cut short or changed)"
             ) from None
     return version, values
+
+
+_NUMBER = re.compile(r"\d+")
+_DIGIT_RUNS = re.compile(r"(\d+)")
+
+
+def numbered_files(names: Iterable[str], suffixed: bool = False) -> list[tuple[int, str]]:
+    """The numbered files among ``names`` (``/``-separated, relative to the folder
+    listed) as ``(number, name)``, in name order with runs of digits compared by value
+    (``2`` before ``10``, ``0/1/7.delta`` before ``1/0/5.delta``).
+
+    A name is numbered when it is a number (decimal digits), as Spark names the files
+    of its offsets and commit logs (``7``; not ``.7.crc``, not ``sub/7``). With
+    ``suffixed``, a name in any folder is numbered when its base name is a number,
+    alone or before a dot and a suffix, as state-store files are named
+    (``0/3/12.delta``; also ``7.tmp``, but not ``.7.crc`` nor ``12_<uuid>.changelog``).
+
+    >>> numbered_files(["10", "2", "2.tmp", ".3.crc", "sub/4", "x"])
+    [(2, '2'), (10, '10')]
+    >>> numbered_files(["1/0/5.delta", "0/1/7.delta", "0/1/x.delta", "2.tmp"], suffixed=True)
+    [(7, '0/1/7.delta'), (5, '1/0/5.delta'), (2, '2.tmp')]
+    """
+    found = []
+    for name in names:
+        number = name.rsplit("/", 1)[-1].split(".", 1)[0] if suffixed else name
+        if _NUMBER.fullmatch(number):
+            found.append((int(number), name))
+    found.sort(key=lambda item: _natural_key(item[1]))
+    return found
+
+
+def _natural_key(name: str) -> list[Any]:
+    """``name`` split into text and numbers (every other part is a run of digits)."""
+    return [int(part) if i % 2 else part for i, part in enumerate(_DIGIT_RUNS.split(name))]
 
 
 # -- RocksDB ----------------------------------------------------------------------------

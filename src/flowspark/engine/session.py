@@ -61,6 +61,17 @@ from collections.abc import Iterator
 from importlib import resources
 from typing import Any
 
+from flowspark.engine.compat import (
+    check_pyspark,
+    executor_count,
+    is_connect,
+    local_files_without_checksums,
+    py4j_callback_connections,
+)
+from flowspark.engine.errors import FlowRunError
+from flowspark.engine.java import find_java_home
+from flowspark.engine.jvm_output import filtered_jvm_output
+
 __all__ = [
     "get_session",
     "session_master",
@@ -116,9 +127,6 @@ def _cluster_parallelism(session: Any, master: str, wait_s: float) -> int:
     """The cores of the cluster's executors: waits until at least one has registered
     and their number has held for a second (workers register one after another),
     at most ``wait_s`` seconds; none by then fails with one line."""
-    from flowspark.engine.compat import executor_count
-    from flowspark.engine.errors import FlowRunError
-
     deadline = time.monotonic() + wait_s
     seen, steady_since = 0, time.monotonic()
     while True:
@@ -171,8 +179,6 @@ def _log_config(verbose: bool) -> str:
 
 
 def _prepare_environment() -> None:
-    from flowspark.engine.java import find_java_home
-
     os.environ["JAVA_HOME"] = find_java_home()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -247,10 +253,9 @@ SESSION_SQL_SETTINGS = {
 def _connect_session(url: str, parallelism: int | None) -> Any:
     """A Spark Connect session to ``url`` with flowspark's SQL settings; its
     parallelism is the server's ``spark.default.parallelism`` unless given."""
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession  # noqa: PLC0415 pyspark: when Spark starts
 
-    from flowspark.engine.compat import check_pyspark
-    from flowspark.engine.source import FlowsparkSource
+    from flowspark.engine.source import FlowsparkSource  # noqa: PLC0415 pyspark: when Spark starts
 
     check_pyspark()
     try:
@@ -308,9 +313,7 @@ def get_session(
             verbose = os.environ.get("FLOWSPARK_VERBOSE", "") not in ("", "0")
         master = master or os.environ.get("FLOWSPARK_MASTER") or "local[*]"
         _prepare_environment()
-        from pyspark.sql import SparkSession
-
-        from flowspark.engine.compat import check_pyspark
+        from pyspark.sql import SparkSession  # noqa: PLC0415 pyspark: when Spark starts
 
         check_pyspark()
 
@@ -332,12 +335,10 @@ def get_session(
         builder = SparkSession.builder.master(master).appName("flowspark")
         for key, value in settings.items():
             builder = builder.config(key, value)
-        from flowspark.engine.jvm_output import filtered_jvm_output
-
         with contextlib.nullcontext() if verbose else filtered_jvm_output():
             session = builder.getOrCreate()
         session.sparkContext.setLogLevel("WARN" if verbose else "OFF")
-        from flowspark.engine.source import FlowsparkSource
+        from flowspark.engine.source import FlowsparkSource  # noqa: PLC0415 pyspark: when Spark starts
 
         session.dataSource.register(FlowsparkSource)
         _write_no_checksums(session)
@@ -364,8 +365,6 @@ def _write_no_checksums(session: Any) -> None:
     Files that have one are still verified when read; a rename over such a file
     removes its stale ``.crc``.
     """
-    from flowspark.engine.compat import local_files_without_checksums
-
     local_files_without_checksums(session)
 
 
@@ -387,8 +386,6 @@ def session_master() -> str | None:
     with _LOCK:
         if _SESSION is None:
             return None
-        from flowspark.engine.compat import is_connect
-
         if is_connect(_SESSION):  # its recovery files are written on the server
             return str(_REMOTE)
         return str(_SESSION.sparkContext.master)
@@ -412,8 +409,6 @@ def stop_session() -> None:
 
 def callback_connections() -> set[Any]:
     """The py4j connections the JVM opened to this process (one per JVM thread)."""
-    from flowspark.engine.compat import py4j_callback_connections
-
     return py4j_callback_connections(_SESSION)
 
 

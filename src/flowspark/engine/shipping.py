@@ -21,6 +21,10 @@ import zipfile
 from pathlib import Path
 from types import ModuleType
 
+import cloudpickle
+
+from flowspark.engine.compat import is_connect
+
 __all__ = ["is_installed", "missing_module_hint", "ship_user_modules", "user_module_roots"]
 
 
@@ -80,14 +84,10 @@ def ship_user_modules(spark: object, folder: Path) -> list[str]:
     roots = user_module_roots()
     if not roots:
         return []
-    from flowspark.engine.compat import is_connect
-
     if is_connect(spark):
         # Spark Connect: the session's artifacts did not reach every Python process
         # of a streaming query (a window step's global module was not importable on
         # the server), so the modules travel inside the pickled steps instead.
-        import cloudpickle
-
         for name, module in list(sys.modules.items()):
             if module is not None and name.split(".")[0] in roots:
                 cloudpickle.register_pickle_by_value(module)

@@ -22,12 +22,12 @@ put, so Spark runs no further batch.
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterator
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
 from typing import Any
 
 from pyspark.sql import Row
-from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
 from flowspark.engine.compat import processor_init_on_driver
@@ -35,6 +35,7 @@ from flowspark.runtime.codec import (
     BUCKET_SEPARATOR,
     KEY_SEPARATOR,
     LATE_COUNT_PORT,
+    ROW_SCHEMA,
     STATE_BUCKET_SEPARATOR,
     STDOUT_PORT,
     WHOLE_INPUT_MS,
@@ -43,13 +44,14 @@ from flowspark.runtime.codec import (
     encode_count,
 )
 from flowspark.runtime.keyed import KeyedCall, Outcome, Wal
-from flowspark.runtime.windowing import EOF_MS, from_ms, to_ms
+from flowspark.runtime.windowing import EOF_MS
+from flowspark.shared.times import datetime_from_ms, naive_as_utc_to_ms
 
-__all__ = ["LevelProcessor", "keyed_level"]
+__all__ = ["LevelProcessor", "streaming_keyed_level"]
 
 _BLOB = StructType([StructField("blob", BinaryType())])
 _USER_KEY = StructType([StructField("key", StringType())])
-_WHOLE_INPUT_TS = from_ms(WHOLE_INPUT_MS)
+_WHOLE_INPUT_TS = datetime_from_ms(WHOLE_INPUT_MS)
 # A whole-input partition's results leave in pieces of about this many items.
 _WHOLE_INPUT_FLUSH = 65536
 # Spark's watermark trails the newest row time by this much, so rows at
@@ -57,11 +59,6 @@ _WHOLE_INPUT_FLUSH = 65536
 WATERMARK_LAG_MS = WHOLE_INPUT_MS
 # A state bucket keeps its keys' states inline in one blob up to this size.
 INLINE_BUCKET_BYTES = 64 * 1024
-
-
-def _ms(ts: datetime) -> int:
-    """Milliseconds of a row's ``ts`` (Spark hands back naive UTC datetimes)."""
-    return to_ms(ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC))
 
 
 class LevelProcessor(StatefulProcessor):
@@ -90,7 +87,7 @@ class LevelProcessor(StatefulProcessor):
 
     def load(self) -> None:
         """Unpickle the level's program and logics in the task that runs them."""
-        from flowspark.runtime.task import task_context, tune_gc
+        from flowspark.runtime.task import task_context, tune_gc  # noqa: PLC0415 pyarrow: tasks only
 
         tune_gc()
         self.program = pickle.loads(self.program_bytes)
@@ -98,7 +95,7 @@ class LevelProcessor(StatefulProcessor):
         self.ctx = task_context()
         self.emitted_chunks = 0
         if self.uses_wal:
-            from flowspark.runtime.handler_host import HostHandlers
+            from flowspark.runtime.numaflow.handler_host import HostHandlers  # noqa: PLC0415 Numaflow runtime: tasks only
 
             for logic in self.logics.values():
                 if getattr(logic, "use_host", False):  # handlers stay in the partition's host
@@ -106,10 +103,10 @@ class LevelProcessor(StatefulProcessor):
 
     # -- Spark hooks -------------------------------------------------------------
 
-    def handleInputRows(self, key: Any, rows: Iterator[Row], timerValues: Any) -> Iterator[Row]:
+    def handleInputRows(self, key: Any, rows: Iterable[Row], timerValues: Any) -> Iterator[Row]:
         composite = key[0]
         rows = list(rows)
-        now = max(_ms(r.ts) for r in rows)
+        now = max(naive_as_utc_to_ms(r.ts) for r in rows)  # Spark's ts: naive UTC
         if composite is None:
             yield from self.pass_through(rows, now)
             return
@@ -167,7 +164,7 @@ class LevelProcessor(StatefulProcessor):
 
     def _step(self, port: int, call: Any, now: int, fired: bool = False) -> Iterator[Row]:
         """Run ``call(state)`` for one key, store what it returns, emit its output."""
-        from flowspark.runtime.task import capture_stdout
+        from flowspark.runtime.task import capture_stdout  # noqa: PLC0415 pyarrow: tasks only
 
         stored = self.state.get()  # None when the key has no state: one round trip
         state, wake = pickle.loads(stored[0]) if stored else (None, None)
@@ -185,9 +182,10 @@ class LevelProcessor(StatefulProcessor):
         (in key order, as Spark hands keys over one by one), then emitted at once."""
         port = int(composite.split(STATE_BUCKET_SEPARATOR, 1)[0])
         logic = self.logics[port]
-        from flowspark.runtime.task import keys_in_rows
+        from flowspark.runtime.task import keys_in_rows  # noqa: PLC0415 pyarrow: tasks only
 
         by_key = keys_in_rows(r.data for r in rows)  # decoded at each key's turn
+        call: Callable[[str, Any, list[Any]], Outcome]
         if now >= EOF_MS:  # flushed by an upstream keyed step as the input ended
             wall = timer_values.getCurrentProcessingTimeInMs()
             call = lambda k, state, values: logic.on_values_at_end(  # noqa: E731
@@ -195,7 +193,9 @@ class LevelProcessor(StatefulProcessor):
             )
         else:
             call = lambda k, state, values: logic.on_values(KeyedCall(k, state, now, values))  # noqa: E731
-        values = lambda k: [v for _, data in by_key[k] for v in decode_items(data)]  # noqa: E731
+        values: Callable[[str], list[Any]] = lambda k: [  # noqa: E731
+            v for _, data in by_key[k] for v in decode_items(data)
+        ]
         yield from self._bucket_step(
             port, sorted(by_key), lambda k, state: call(k, state, values(k)), now
         )
@@ -221,7 +221,7 @@ class LevelProcessor(StatefulProcessor):
         of keys. Once that blob outgrows ``INLINE_BUCKET_BYTES`` the bucket moves its
         states to the map (a read and a write per key touched) and stays there.
         """
-        from flowspark.runtime.task import capture_stdout
+        from flowspark.runtime.task import capture_stdout  # noqa: PLC0415 pyarrow: tasks only
 
         stored = self.bucket_wakes.get()
         wakes, inline = _BucketBlob.load(stored[0] if stored else None)
@@ -239,8 +239,8 @@ class LevelProcessor(StatefulProcessor):
                     row = self.key_states.getValue((user_key,))
                     outcome = call(user_key, pickle.loads(row[0]) if row else None)
                     if outcome.state is not None:
-                        blob = pickle.dumps(outcome.state, protocol=5)
-                        self.key_states.updateValue((user_key,), (blob,))
+                        state_blob = pickle.dumps(outcome.state, protocol=5)
+                        self.key_states.updateValue((user_key,), (state_blob,))
                     elif row is not None:
                         self.key_states.removeKey((user_key,))
                 if outcome.wake is not None:
@@ -273,13 +273,14 @@ class LevelProcessor(StatefulProcessor):
         """A partition's keys when the batch holds the whole input: each key's values
         are handled at ``now`` (the batch's time), then everything closes. No state
         is read or kept, and the rows emitted carry ``WHOLE_INPUT_MS`` on downstream."""
-        from flowspark.runtime.task import capture_stdout, keys_in_rows
-        from flowspark.runtime.udf_keyed import MemoryWal  # the WAL lives for this call
+        # MemoryWal: the WAL lives for this call.
+        from flowspark.runtime.numaflow.keyed import MemoryWal  # noqa: PLC0415 Numaflow runtime: tasks only
+        from flowspark.runtime.task import capture_stdout, keys_in_rows  # noqa: PLC0415 pyarrow: tasks only
 
         port = int(composite.split(BUCKET_SEPARATOR, 1)[0])
         logic = self.logics[port]
         if logic.uses_wal:  # nothing outlives this call: the handlers stay in this process
-            from flowspark.runtime.udf_keyed import local_handlers
+            from flowspark.runtime.numaflow.keyed import local_handlers  # noqa: PLC0415 Numaflow runtime: tasks only
 
             logic.handlers = local_handlers()
         # Values stay encoded until their key's turn: one key's values in memory at once.
@@ -307,7 +308,7 @@ class LevelProcessor(StatefulProcessor):
 
     def _emit(self, port: int, outcome: Outcome, now: int, text: bytes) -> Iterator[Row]:
         """Rows for what a keyed step printed, its late count and its output (at ``now``)."""
-        ts = from_ms(now)
+        ts = datetime_from_ms(now)
         if text:
             yield Row(port=STDOUT_PORT, key=None, data=text, ts=ts)
         if outcome.late:
@@ -332,7 +333,7 @@ class LevelProcessor(StatefulProcessor):
             self.handle.registerTimer(outcome.wake - WATERMARK_LAG_MS)
 
     def _run(self, entry: int, outputs: Any, ts: datetime, items: Any = ()) -> Iterator[Row]:
-        from flowspark.runtime.task import capture_stdout, leaving_rows
+        from flowspark.runtime.task import capture_stdout, leaving_rows  # noqa: PLC0415 pyarrow: tasks only
 
         with capture_stdout() as captured:
             leaving = self.program.run_from(entry, outputs, self.ctx, items)
@@ -350,7 +351,7 @@ class LevelProcessor(StatefulProcessor):
     def pass_through(self, rows: list[Row], now: int) -> Iterator[Row]:
         """Rows without a key: run those bound for the level's stateless entries, pass the rest."""
         entries = self.program.orders
-        ts = from_ms(now)
+        ts = datetime_from_ms(now)
         for r in rows:
             if r.port in entries:
                 yield from self._run(r.port, None, ts, decode_items(r.data))
@@ -410,10 +411,9 @@ class _ListStateWal:
         self.state.clear()
 
 
-def keyed_level(df: Any, processor: LevelProcessor, first: bool) -> Any:
-    """Apply a level's processor to ``df`` (the first keyed level sets the watermark)."""
-    from flowspark.runtime.codec import ROW_SCHEMA
-
+def streaming_keyed_level(df: Any, processor: LevelProcessor, first: bool) -> Any:
+    """Apply a level's processor to the streaming ``df`` with ``transformWithState``
+    (the first keyed level sets the watermark)."""
     if first:
         df = df.withWatermark("ts", f"{WATERMARK_LAG_MS} milliseconds")
     return df.groupBy("key").transformWithState(

@@ -18,7 +18,8 @@
 from flowspark.pipeline.build import build, load, secret_env_name
 from flowspark.pipeline.durations import parse_duration
 from flowspark.pipeline.errors import PipelineSpecError
-from flowspark.pipeline.spec import PipelineSpec, load_spec
+from flowspark.pipeline.model import PipelineSpec
+from flowspark.pipeline.spec import load_spec
 
 __all__ = [
     "PipelineSpec",

@@ -32,27 +32,38 @@ import os
 import re
 import tempfile
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from flowspark.api.dataflow import Dataflow, Stream
-from flowspark.pipeline.spec import (
-    ContainerSpec,
-    PipelineSpec,
-    PipelineSpecError,
-    SinkSpec,
-    Vertex,
-    load_spec,
+from flowspark.api.inputs import SourceWatermark
+from flowspark.api.window import SlidingWindow, TumblingWindow
+from flowspark.connectors.jetstream import JetStreamInput
+from flowspark.connectors.numaflow import (
+    BlackholeOutput,
+    GeneratorInput,
+    LogOutput,
+    RetryPolicy,
+    UdSinkOutput,
 )
+from flowspark.connectors.numaflow.http import HttpInput, HttpRoute, HttpServer, resolve_address
+from flowspark.pipeline.errors import PipelineSpecError
+from flowspark.pipeline.model import ContainerSpec, PipelineSpec, SinkSpec, Vertex
+from flowspark.pipeline.spec import load_spec
 from flowspark.pipeline.udfs import ANNOTATION_PREFIX, server_from_script, server_kind
+from flowspark.runtime.numaflow.builtins import (
+    build_map_builtin,
+    build_transformer_builtin,
+    builtin_for_image,
+)
+from flowspark.runtime.numaflow.transform import TransformRunner
 from flowspark.runtime.storage import Location
+from flowspark.shared.times import EPOCH
 
 __all__ = ["load", "build", "secret_env_name"]
 
 log = logging.getLogger(__name__)
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # UDF kinds a vertex accepts from a script, by vertex role.
 _KINDS = {
     "map": ("map", "map_stream"),
@@ -209,9 +220,7 @@ class _Builder:
                     self.outputs[vertex.name] = self._udf(vertex, upstream)
                 else:
                     self._sink(vertex, upstream)
-        if http:
-            from flowspark.connectors.http import HttpRoute, HttpServer, resolve_address
-
+        if journal_dir is not None:  # there are HTTP sources
             host, port = resolve_address(http_host, http_port)
             routes = [HttpRoute(v.name, self._token(v)) for v in http]
             server = HttpServer(
@@ -259,12 +268,9 @@ class _Builder:
         source = vertex.source
         assert source is not None
         if source.kind == "http":
-            from flowspark.connectors.http import HttpInput
-
+            assert journal_dir is not None  # made for the HTTP sources
             inp: Any = HttpInput(journal_dir, vertex.name)
         elif source.kind == "jetstream":
-            from flowspark.connectors.jetstream import JetStreamInput
-
             js = source.jetstream
             assert js is not None
             inp = JetStreamInput(
@@ -275,8 +281,6 @@ class _Builder:
                 items="datum",
             )
         else:
-            from flowspark.connectors.numaflow import GeneratorInput
-
             g = source.generator
             assert g is not None
             inp = GeneratorInput(
@@ -296,22 +300,16 @@ class _Builder:
         if transformer is None:
             return stream
         if transformer.builtin is not None:
-            from flowspark.runtime.builtins import build_transformer_builtin
-
             b = transformer.builtin
             fn = build_transformer_builtin(b.name, list(b.args), dict(b.kwargs))
         else:
-            from flowspark.runtime.transform import TransformRunner
-
             server = self._server(vertex, "transformer", transformer.container)
             fn = TransformRunner(server.handler)
         return stream.flat_map(f"{vertex.name}.transformer", fn)
 
     def _source_watermark(self) -> Any:
-        """Numaflow's source watermark policy from ``spec.watermark`` (None: disabled,
-        and keyed vertices then keep a clock per key)."""
-        from flowspark.api.inputs import SourceWatermark
-
+        """Numaflow's source watermark policy from ``spec.watermark`` (None: disabled;
+        keyed vertices then share the vertex watermark of the datums' event times)."""
         wm = self.spec.watermark
         if wm.disabled:
             return None
@@ -348,15 +346,13 @@ class _Builder:
                 "flowspark (pynumaflow has no session reducer); use fixed, sliding or "
                 "accumulator"
             )
-        from flowspark.api.window import SlidingWindow, TumblingWindow
-
         assert window.length is not None
         config: Any
         if window.kind == "fixed":
-            config = TumblingWindow(length=window.length, align_to=_EPOCH)
+            config = TumblingWindow(length=window.length, align_to=EPOCH)
         else:
             assert window.slide is not None
-            config = SlidingWindow(length=window.length, offset=window.slide, align_to=_EPOCH)
+            config = SlidingWindow(length=window.length, offset=window.slide, align_to=EPOCH)
         handler = self._server(vertex, "reduce", udf.container)
         wanted = "reduce_stream" if window.streaming else "reduce"
         if server_kind(handler) not in (None, wanted):
@@ -380,13 +376,6 @@ class _Builder:
         upstream.output(vertex.name, output or self._output(vertex, vertex.sink))
 
     def _output(self, vertex: Vertex, sink: SinkSpec, role: str = "") -> Any:
-        from flowspark.connectors.numaflow import (
-            BlackholeOutput,
-            LogOutput,
-            RetryPolicy,
-            UdSinkOutput,
-        )
-
         if sink.kind == "log":
             return LogOutput(vertex.name)
         if sink.kind == "blackhole":
@@ -419,8 +408,6 @@ class _Builder:
         """A map vertex's builtin function: its ``builtin``, or the one its image stands
         for (Numaflow's example images ``map-cat``, ``map-filter-id`` …) when no UDF
         file is given for it."""
-        from flowspark.runtime.builtins import build_map_builtin, builtin_for_image
-
         udf = vertex.udf
         assert udf is not None
         if udf.builtin is not None:

@@ -18,7 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from flowspark.pipeline.spec import PipelineSpecError
+from flowspark.api.udf.servers import capturing_servers
+from flowspark.pipeline.errors import PipelineSpecError
 
 __all__ = ["ANNOTATION_PREFIX", "server_from_script", "server_kind"]
 
@@ -33,8 +34,6 @@ def server_kind(server: Any) -> str | None:
 
 def server_from_script(path: str | Path, vertex: str) -> Any:
     """Run the UDF script at ``path`` and return the one server it starts."""
-    from flowspark.api.udf.servers import capturing_servers
-
     script = Path(path)
     if not script.is_file():
         raise PipelineSpecError(f'vertex "{vertex}": UDF file {str(script)!r} does not exist')

@@ -35,6 +35,10 @@ from typing import Any
 
 import cloudpickle
 
+from flowspark.api.udf.times import UTC_EPOCH
+from flowspark.api.udf.types import Datum
+from flowspark.shared.times import EPOCH, ONE_US
+
 __all__ = [
     "ROW_SCHEMA",
     "STDOUT_PORT",
@@ -124,8 +128,6 @@ def decode_event_times(data: bytes) -> tuple[str, int, int, int]:
 _ORDER = struct.Struct("<q")
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_US = timedelta(microseconds=1)
 _COLUMNS_MIN = 64  # below this, columns are not worth their checks
 _TZINFO = attrgetter("tzinfo")
 
@@ -146,7 +148,7 @@ def _encode_columns(items: list[Any]) -> bytes | None:
     for i, column in enumerate(columns):
         if _all_utc(column):
             utc[i] = True
-            columns[i] = [(d - _EPOCH) // _US for d in column]
+            columns[i] = [(d - EPOCH) // ONE_US for d in column]
     if not any(utc):
         return None
     return b"T" + _pickle((shape, utc, columns))[1:]
@@ -211,8 +213,6 @@ def _datetimes(micros: list[int]) -> list[datetime]:
 
 
 def _datum_types() -> tuple[type, ...]:
-    from flowspark.api.udf.types import Datum
-
     return (Datum, *Datum.__subclasses__())
 
 
@@ -223,7 +223,7 @@ def _micros(times: list[Any]) -> list[int]:
     us = 0
     for t in times:
         if t is not last:
-            us = datetime.__sub__(t, _EPOCH) // _US
+            us = datetime.__sub__(t, EPOCH) // ONE_US
             last = t
         out.append(us)
     return out
@@ -252,10 +252,7 @@ def _encode_datums(items: list[Any]) -> bytes | None:
 
 
 def _decode_datums(payload: memoryview) -> list[Any]:
-    from flowspark.api.udf.times import UTCDateTime
-
     cls, keys, values, event_us, watermark_us, headers, ids, tags = pickle.loads(payload)
-    epoch = UTCDateTime(1970, 1, 1, tzinfo=UTC)
     cache: dict[int, Any] = {}
 
     def times(column: list[int]) -> list[Any]:
@@ -265,7 +262,7 @@ def _decode_datums(payload: memoryview) -> list[Any]:
             if t is None:
                 if len(cache) > 4096:
                     cache.clear()
-                t = cache[us] = epoch + timedelta(microseconds=us)
+                t = cache[us] = UTC_EPOCH + timedelta(microseconds=us)
             out.append(t)
         return out
 
@@ -300,7 +297,7 @@ def encode_items(items: list[Any]) -> bytes:
             if columns is not None:
                 return columns
         elif first is datetime and _all_utc(items):
-            return b"D" + _pickle([(d - _EPOCH) // _US for d in items])[1:]
+            return b"D" + _pickle([(d - EPOCH) // ONE_US for d in items])[1:]
     if items and hasattr(items[0], "_event_time"):
         datums = _encode_datums(items)
         if datums is not None:

@@ -22,8 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from flowspark.api.inputs import DynamicInput, PartitionedInput
 from flowspark.plan.graph import Plan
 from flowspark.runtime import pickling
+from flowspark.runtime.logics import logic_for
 from flowspark.runtime.stage import StageProgram
 
 __all__ = ["CompiledFlow", "CompiledInput", "CompiledLevel", "compile_flow"]
@@ -82,8 +84,6 @@ class CompiledFlow:
 
 def compile_flow(plan: Plan, key_partitions: int) -> CompiledFlow:
     """Build and pickle every level's program and keyed logics of ``plan``."""
-    from flowspark.runtime.logics import logic_for
-
     clock = flow_clock(plan)
     event_time, vertex_marks = clock == "source", clock == "marks"
     inputs = []
@@ -101,9 +101,9 @@ def compile_flow(plan: Plan, key_partitions: int) -> CompiledFlow:
             vertex = clock != "key"
             logics = {i: logic_for(plan.step(i), vertex_clock=vertex) for i in keyed}
             uses_wal = any(logic.uses_wal for logic in logics.values())
-            hosts = tuple(
-                logic.run_id for logic in logics.values() if getattr(logic, "use_host", False)
-            )
+            # Numaflow's keyed logics may run their handlers in hosts named by run_id.
+            hosted: list[Any] = [lg for lg in logics.values() if getattr(lg, "use_host", False)]
+            hosts = tuple(logic.run_id for logic in hosted)
             compiled = CompiledLevel(
                 level, frozenset(entries), program, pickling.dumps(logics), uses_wal, hosts
             )
@@ -165,6 +165,4 @@ def flow_clock(plan: Plan) -> str:
 
 
 def _has_source_watermark(inp: Any) -> bool:
-    from flowspark.api.inputs import DynamicInput, PartitionedInput
-
     return isinstance(inp, (PartitionedInput, DynamicInput)) and inp.watermark is not None

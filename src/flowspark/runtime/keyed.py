@@ -1,7 +1,7 @@
 """The contract of keyed logics: what a call gets, what it returns, and what it may use.
 
 A keyed step's logic (bytewax's kinds in :mod:`flowspark.runtime.stateful`,
-Numaflow's in :mod:`flowspark.runtime.udf_keyed`, built by
+Numaflow's in :mod:`flowspark.runtime.numaflow.keyed`, built by
 :func:`flowspark.runtime.logics.logic_for`) is a :class:`KeyedLogic`: every call
 gets one :class:`KeyedCall` — one key's state (``None`` for a new key), the
 values that arrived for it in this micro-batch (in arrival order), ``now`` (the

@@ -1,7 +1,7 @@
 """The logic of each keyed step: :func:`logic_for` builds it from the step's kind.
 
 bytewax's kinds live in :mod:`flowspark.runtime.stateful`, Numaflow's in
-:mod:`flowspark.runtime.udf_keyed`; both follow :mod:`flowspark.runtime.keyed`.
+:mod:`flowspark.runtime.numaflow.keyed`; both follow :mod:`flowspark.runtime.keyed`.
 A new keyed kind adds its builder to ``BUILDERS``.
 
 >>> from flowspark.dataflow import Dataflow
@@ -16,18 +16,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
 from flowspark.runtime.keyed import KeyedLogic
-from flowspark.runtime.stateful import BatchLogic, ReduceLogic, StatefulMapLogic, WindowLogic
-from flowspark.runtime.udf_keyed import (
+from flowspark.runtime.numaflow.keyed import (
     HOST_ENV,
     REBUILD_ENV,
     AccumulateLogic,
     ReduceStreamLogic,
 )
-from flowspark.runtime.windowing import NUMAFLOW, build_clock, build_windower
+from flowspark.runtime.stateful import BatchLogic, ReduceLogic, StatefulMapLogic, WindowLogic
+from flowspark.runtime.windowing import NUMAFLOW, NumaflowWindower, build_clock, build_windower
+from flowspark.shared.times import duration_ms
 
 __all__ = ["BUILDERS", "logic_for"]
 
@@ -41,7 +41,7 @@ def _stateful_map(step: Any) -> KeyedLogic:
 
 
 def _batch(step: Any) -> KeyedLogic:
-    timeout_ms = step.args["timeout"] // timedelta(milliseconds=1)
+    timeout_ms = duration_ms(step.args["timeout"])
     return BatchLogic(step.step_id, step.args["max_size"], timeout_ms)
 
 
@@ -80,10 +80,12 @@ def _accumulate(step: Any, vertex_clock: bool) -> KeyedLogic:
 
 def _reduce_stream(step: Any, vertex_clock: bool) -> KeyedLogic:
     args = step.args
+    windower = build_windower(args["window_config"], NUMAFLOW)
+    assert isinstance(windower, NumaflowWindower)  # reduce_stream's: fixed or sliding
     return ReduceStreamLogic(
         step.step_id,
         args["factory"],
-        build_windower(args["window_config"], NUMAFLOW),
+        windower,
         args["allowed_lateness"],
         args["watermark_delay"],
         _force_rebuild(),

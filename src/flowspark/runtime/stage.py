@@ -25,11 +25,14 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any
+from operator import length_hint
+from typing import Any, cast
 
 from flowspark.api.steps import Step
+from flowspark.api.window import SystemClockConfig
 from flowspark.plan.graph import Plan
 from flowspark.runtime.errors import step_failure
+from flowspark.runtime.numaflow.datums import BUILT_STEPS, ChunkStep
 
 __all__ = ["StageContext", "StageProgram", "Node"]
 
@@ -57,7 +60,7 @@ class Node:
     index: int
     step_id: str
     applies: str | None  # how ``fn`` meets a list of items (see api.steps.OperatorKind)
-    fn: Callable[..., Any] | None
+    fn: Callable[..., Any] | ChunkStep | None
     local_children: list[tuple[int, int]]  # (step, slot) in this level
     remote_children: list[tuple[int, int]]  # (step, slot) in a later level
     sink_port: int | None
@@ -69,22 +72,22 @@ class Node:
         if fn is None:  # input, merge, output, redistribute: items pass on
             return (items,)
         if kind == "chunk":  # a whole chunk at once (map_stream: handlers overlap)
-            return (fn.run_chunk(items),)
+            return (cast(ChunkStep, fn).run_chunk(items),)
         it = iter(items)
         try:
-            result = self._run(fn, kind, items, it, ctx)
+            result = self._run(cast(Callable[..., Any], fn), kind, items, it, ctx)
         except Exception as exc:
             raise step_failure(self.step_id, fn, _position(items, it), exc) from None
         # A user function raising StopIteration ends map()/filter() early and
         # silently: the iterator is then not exhausted (or a map came up short).
-        if it.__length_hint__() or (kind == "map" and len(result[0]) != len(items)):
-            bad = _position(items, it) if it.__length_hint__() else items[len(result[0])]
-            exc = RuntimeError("the function raised StopIteration")
-            raise step_failure(self.step_id, fn, bad, exc)
+        if length_hint(it) or (kind == "map" and len(result[0]) != len(items)):
+            bad = _position(items, it) if length_hint(it) else items[len(result[0])]
+            error = RuntimeError("the function raised StopIteration")
+            raise step_failure(self.step_id, fn, bad, error)
         return result
 
     def _run(
-        self, fn: Callable[..., Any], kind: str, items: Items, it: Any, ctx: StageContext
+        self, fn: Callable[..., Any], kind: str | None, items: Items, it: Any, ctx: StageContext
     ) -> tuple[Items, ...]:
         if kind == "map":
             return (list(map(fn, it)),)
@@ -114,11 +117,9 @@ class Node:
         raise ValueError(f"step {self.step_id!r}: unknown way to apply a function: {kind!r}")
 
 
-def _function(step: Step) -> Callable[..., Any] | None:
+def _function(step: Step) -> Callable[..., Any] | ChunkStep | None:
     """The function a stateless step runs: the user's, or one the runtime builds from
     the step's arguments (Numaflow datum steps); ``None`` when items pass on."""
-    from flowspark.runtime.datums import BUILT_STEPS
-
     op = step.operator
     if op.fn is not None:
         return step.fns[op.fn]
@@ -168,7 +169,8 @@ class StageProgram:
         for i in members:
             step = plan.step(i)
             op = step.operator
-            local, remote = [], []
+            local: list[tuple[int, int]] = []
+            remote: list[tuple[int, int]] = []
             for child, slot in plan.children[i]:
                 crosses = op.family == "exchange" or plan.levels[child] != level
                 (remote if crosses else local).append((child, slot))
@@ -242,13 +244,13 @@ class StageProgram:
 def _combiner(step: Any) -> Callable[[Any, Any], Any] | None:
     """A reducer that may pre-combine a key's values before the shuffle, if any.
 
-    Only where the result cannot differ: ``reduce_window`` on the system clock
-    gives every item of a micro-batch the same time, hence the same windows and
-    no lateness, and bytewax's reducer contract allows any order.
+    Only where the result cannot differ: a window step that aggregates by a reducer
+    (``reduce_window``) on the system clock gives every item of a micro-batch the
+    same time, hence the same windows and no lateness, and bytewax's reducer
+    contract allows any order.
     """
-    from flowspark.api.window import SystemClockConfig
-
-    if step.kind == "reduce_window" and isinstance(step.args["clock_config"], SystemClockConfig):
+    op = step.operator
+    if op.aggregates == "reduce" and isinstance(step.args["clock_config"], SystemClockConfig):
         return step.fns["reducer"]
     return None
 

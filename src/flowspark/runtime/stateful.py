@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
+from flowspark.api.steps import operator
 from flowspark.runtime.errors import step_failure
 from flowspark.runtime.keyed import KeyedCall, KeyedLogic, Outcome
 from flowspark.runtime.windowing import (
@@ -29,12 +30,8 @@ from flowspark.runtime.windowing import (
     ClockLogic,
     Window,
     Windower,
-    from_ms,
-    to_ms,
 )
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_ONE_MS = timedelta(milliseconds=1)
+from flowspark.shared.times import EPOCH, ONE_MS, aware_to_ms, datetime_from_ms
 
 __all__ = [
     "ReduceLogic",
@@ -163,24 +160,28 @@ class BatchLogic(KeyedLogic):
 
 
 class _Aggregator:
-    """How a window operator accumulates: ``reduce``, ``fold`` or ``collect``."""
+    """How a window operator accumulates: ``how`` is its kind's ``aggregates`` in
+    :data:`~flowspark.api.steps.OPERATORS` (``reduce``, ``fold`` or ``collect``)."""
 
     def __init__(self, kind: str, fns: dict[str, Callable], logic: KeyedLogic) -> None:
-        self.kind, self.fns, self.logic = kind, fns, logic
-        if kind == "fold_window":
+        how = operator(kind).aggregates
+        if how not in ("reduce", "fold", "collect"):
+            raise ValueError(f"{kind!r} is not a window operator of bytewax's")
+        self.how, self.fns, self.logic = how, fns, logic
+        if how == "fold":
             self.builder_takes_key = _takes_key(fns["builder"])
 
     def empty(self, key: str) -> Any:
-        if self.kind == "fold_window":
+        if self.how == "fold":
             builder = self.fns["builder"]
             args = (key,) if self.builder_takes_key else ()
             return [self.logic._call(builder, (key, None), *args)]
         return []
 
     def add(self, key: str, acc: list, t: int, seq: int, value: Any) -> None:
-        if self.kind == "collect_window":
+        if self.how == "collect":
             acc.append((t, seq, value))
-        elif self.kind == "fold_window":
+        elif self.how == "fold":
             acc[0] = self.logic._call(self.fns["folder"], (key, value), acc[0], value)
         elif acc:
             acc[0] = self.logic._call(self.fns["reducer"], (key, value), acc[0], value)
@@ -188,7 +189,7 @@ class _Aggregator:
             acc.append(value)
 
     def finish(self, key: str, acc: list) -> Any:
-        if self.kind == "collect_window":
+        if self.how == "collect":
             return [v for _, _, v in sorted(acc, key=lambda e: (e[0], e[1]))]
         return acc[0]
 
@@ -217,7 +218,9 @@ class WindowLogic(KeyedLogic):
         self.with_window = with_window
         self.keeps_items = windower.merges
         # The event-clock reduce/fold path over grid windows, arithmetic inlined.
-        self.fast = windower.fast_grid is not None and not clock.system and kind != "collect_window"
+        self.fast = (
+            windower.fast_grid is not None and not clock.system and self.agg.how != "collect"
+        )
 
     def _emit(self, key: str, window: Window, value: Any) -> tuple[str, Any]:
         if self.with_window:
@@ -231,7 +234,7 @@ class WindowLogic(KeyedLogic):
         if bounds is None:
             if len(cache) >= 4096:
                 cache.clear()
-            bounds = cache[window] = (from_ms(window[0]), from_ms(window[1]))
+            bounds = cache[window] = (datetime_from_ms(window[0]), datetime_from_ms(window[1]))
         return bounds
 
     def on_values_at_end(self, call: KeyedCall) -> Outcome:
@@ -262,12 +265,13 @@ class WindowLogic(KeyedLogic):
         emitted: list[Any] = []
         max_event, seen_at = clock_state if clock_state is not None else (None, now)
         wait = self.clock.wait
-        getter = self.clock.getter
-        length, offset, align = self.windower.fast_grid
+        getter, grid = self.clock.getter, self.windower.fast_grid
+        assert getter is not None and grid is not None  # self.fast: an event clock, a grid
+        length, offset, align = grid
         tumbling, assign = offset == length, self.windower.assign
         agg = self.agg
-        fold = agg.fns["folder"] if agg.kind == "fold_window" else agg.fns.get("reducer")
-        is_fold = agg.kind == "fold_window"
+        is_fold = agg.how == "fold"
+        fold = agg.fns["folder"] if is_fold else agg.fns["reducer"]
         next_close = min((end for _, end in windows), default=MAX_MS)
         fn: Any = getter
         v: Any = None
@@ -276,15 +280,15 @@ class WindowLogic(KeyedLogic):
                 fn = getter
                 dt = getter(v)
                 try:
-                    t = (dt - _EPOCH) // _ONE_MS
+                    t = (dt - EPOCH) // ONE_MS
                 except TypeError:
-                    t = to_ms(dt)  # raises the clear error for naive or non-datetimes
+                    t = aware_to_ms(dt)  # raises the clear error for naive or non-datetimes
                 if max_event is None or t > max_event + (now - seen_at):
                     max_event, seen_at = t, now
                 wm = max_event - wait + (now - seen_at)
                 if tumbling:
                     start = t - (t - align) % length
-                    spans = ((start, start + length),)
+                    spans: Sequence[Window] = ((start, start + length),)
                 else:
                     spans = assign(t)
                 placed = False
@@ -377,7 +381,16 @@ class WindowLogic(KeyedLogic):
         emitted = self._close(key, windows, self.clock.watermark(clock_state, now))
         return self._outcome(key, clock_state, windows, seq, emitted, [], now)
 
-    def _outcome(self, key, clock_state, windows, seq, emitted, late, now) -> Outcome:
+    def _outcome(
+        self,
+        key: str,
+        clock_state: Any,
+        windows: dict[Window, list[Any]],
+        seq: int,
+        emitted: list[Any],
+        late: list[Any],
+        now: int,
+    ) -> Outcome:
         if not windows:
             # Keep the clock (it never goes back) but no timer is needed.
             return Outcome((clock_state, windows, seq), emitted, late)

@@ -189,19 +189,19 @@ class Location:
 
     def is_file(self) -> bool:
         """Whether a file is there."""
-        import pyarrow.fs as pafs
+        import pyarrow.fs as pafs  # noqa: PLC0415 pyarrow.fs: remote storage only
 
         return bool(self.info().type == pafs.FileType.File)
 
     def is_dir(self) -> bool:
         """Whether a directory is there (on object stores: any key below it)."""
-        import pyarrow.fs as pafs
+        import pyarrow.fs as pafs  # noqa: PLC0415 pyarrow.fs: remote storage only
 
         return bool(self.info().type == pafs.FileType.Directory)
 
     def exists(self) -> bool:
         """Whether anything is there."""
-        import pyarrow.fs as pafs
+        import pyarrow.fs as pafs  # noqa: PLC0415 pyarrow.fs: remote storage only
 
         return bool(self.info().type != pafs.FileType.NotFound)
 
@@ -231,7 +231,7 @@ class Location:
         if self.is_local:
             root = Path(self.path)
             return sorted(str(p.relative_to(root)) for p in root.glob(pattern) if p.is_file())
-        import pyarrow.fs as pafs
+        import pyarrow.fs as pafs  # noqa: PLC0415 pyarrow.fs: remote storage only
 
         recursive = "**" in pattern or "/" in pattern
         selector = pafs.FileSelector(self.path, recursive=recursive, allow_not_found=True)
@@ -297,10 +297,10 @@ def write_bytes_atomic(location: Location, data: bytes) -> None:
             return
         parent = location.path.rsplit("/", 1)[0]
         fs.create_dir(parent, recursive=True)
-        tmp = location.path + unique
-        with fs.open_output_stream(tmp) as f:
+        beside = location.path + unique
+        with fs.open_output_stream(beside) as f:
             f.write(data)
-        fs.move(tmp, location.path)
+        fs.move(beside, location.path)
     except Exception as exc:
         raise StorageError(f"{location.shown}: cannot write it: {_one_line(exc)}") from exc
 
@@ -321,7 +321,7 @@ def _filesystem(scheme: str, authority: str, options: tuple[tuple[str, str], ...
 
 
 def _open_filesystem(scheme: str, authority: str, options: tuple[tuple[str, str], ...]) -> Any:
-    import pyarrow.fs as pafs
+    import pyarrow.fs as pafs  # noqa: PLC0415 pyarrow.fs: remote storage only
 
     arrow_scheme = _ARROW_SCHEMES[scheme]
     if arrow_scheme == "file":

@@ -17,7 +17,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from flowspark.api.udf.times import to_ms as event_ms
 from flowspark.plan.graph import SINK_PORT_BASE
 from flowspark.runtime.codec import (
     BUCKET_SEPARATOR,
@@ -38,6 +37,7 @@ from flowspark.runtime.errors import step_failure
 from flowspark.runtime.partitioning import key_for_partition, spark_partition, state_bucket
 from flowspark.runtime.stage import Items, StageContext, StageProgram
 from flowspark.runtime.stateful import check_keyed
+from flowspark.shared.times import naive_as_utc_to_ms
 
 __all__ = [
     "ARROW_SCHEMA",
@@ -97,7 +97,7 @@ def tune_gc() -> None:
 
 def task_context() -> StageContext:
     """The epoch (micro-batch id + 1) and worker (partition id) of the running task."""
-    from pyspark import TaskContext
+    from pyspark import TaskContext  # noqa: PLC0415 pyspark: runtime imports without it
 
     tc = TaskContext.get()
     if tc is None:
@@ -265,7 +265,7 @@ class KeyedBuffer:
         for values in by_key.values():
             for datum in values:
                 try:
-                    times.append(event_ms(datum._event_time))
+                    times.append(naive_as_utc_to_ms(datum._event_time))
                 except Exception:  # noqa: BLE001, S112 - reported by the keyed step
                     continue
         if times:
@@ -334,7 +334,7 @@ def leaving_rows(
     ``keyed`` buffer, keyed items are gathered there instead (see its ``drain``).
     """
     own = keyed is None
-    buffer = KeyedBuffer(program, whole) if own else keyed
+    buffer = KeyedBuffer(program, whole) if keyed is None else keyed
     for port, out in leaving:
         if port in program.keyed:
             buffer.add(port, out, order)
@@ -375,7 +375,7 @@ def run_program(
     Items bound for a later level are cut into ``spread`` pieces so the
     exchange in between can spread them over partitions. Keyed chunks carry
     their order: ``upstream`` (a stable id of the input part read, see
-    ``engine.source.upstream_id``; default the task's partition) in the high 32
+    ``runtime.input_offsets.upstream_id``; default the task's partition) in the high 32
     bits, then the chunk's number.
     """
     tune_gc()

@@ -11,6 +11,7 @@ Numaflow's ``reduce_stream``) and registers itself, and :func:`build_windower`
 picks it from the config's type. Adding a window kind touches its config class
 and its windower, nothing else.
 
+>>> from datetime import timedelta
 >>> w = build_windower(SlidingWindow(timedelta(seconds=10), timedelta(seconds=5)))
 >>> w.assign(12_000), w.close_at((5_000, 15_000)), w.late((5_000, 15_000), 15_001)
 ([(5000, 15000), (10000, 20000)], 15000, True)
@@ -21,9 +22,9 @@ and its windower, nothing else.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any, ClassVar, Protocol, Self
 
 from flowspark.api.window import (
@@ -35,13 +36,12 @@ from flowspark.api.window import (
     TumblingWindow,
     WindowConfig,
 )
+from flowspark.shared.times import aware_to_ms, duration_ms
 
 __all__ = [
     "MIN_MS",
     "MAX_MS",
     "EOF_MS",
-    "to_ms",
-    "from_ms",
     "BYTEWAX",
     "NUMAFLOW",
     "Window",
@@ -60,31 +60,10 @@ __all__ = [
     "windower_types",
 ]
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MIN_MS = -(2**62)
 MAX_MS = 2**62
 # The time a bounded input's end is announced at (year 9000): every timer fires.
 EOF_MS = 221_845_392_000_000
-
-
-def to_ms(dt: Any) -> int:
-    """Milliseconds since the epoch of an aware datetime (naive ones are rejected)."""
-    if not isinstance(dt, datetime):
-        raise TypeError(f"the clock needs a datetime; got {type(dt).__name__} {dt!r:.80}")
-    if dt.tzinfo is None or dt.utcoffset() is None:
-        raise ValueError(
-            f"the clock needs timezone-aware datetimes (tzinfo=timezone.utc); got naive {dt!r}"
-        )
-    return (dt - _EPOCH) // timedelta(milliseconds=1)
-
-
-def from_ms(ms: int) -> datetime:
-    """The aware UTC datetime of ``ms`` since the epoch."""
-    return _EPOCH + timedelta(milliseconds=ms)
-
-
-def _ms(td: timedelta) -> int:
-    return td // timedelta(milliseconds=1)
 
 
 class ClockLogic:
@@ -95,16 +74,20 @@ class ClockLogic:
 
     def __init__(self, config: ClockConfig) -> None:
         self.system = isinstance(config, SystemClockConfig)
-        if not self.system and not isinstance(config, EventClockConfig):
+        # The event clock's: None on the system clock.
+        self.getter: Callable[[Any], datetime] | None = None
+        self.wait = 0
+        if isinstance(config, EventClockConfig):
+            self.getter = config.dt_getter
+            self.wait = duration_ms(config.wait_for_system_duration)
+        elif not self.system:
             raise TypeError(f"unknown clock config {type(config).__name__}")
-        self.getter = None if self.system else config.dt_getter
-        self.wait = 0 if self.system else _ms(config.wait_for_system_duration)
 
     def time_for(self, state: tuple[int, int] | None, value: Any, now: int) -> tuple[int, Any]:
         """The item's time and the clock state after seeing it."""
-        if self.system:
+        if self.getter is None:  # the system clock
             return now, None
-        t = to_ms(self.getter(value))
+        t = aware_to_ms(self.getter(value))
         # Keep the (item time, system time) pair that gives the later watermark:
         # a newer item that arrives late in system time must not pull it back.
         if state is None or t > state[0] + (now - state[1]):
@@ -232,6 +215,17 @@ class RegisteredWindower:
     def merge(self, window: Window, open_windows: Iterable[Window]) -> tuple[Window, list[Window]]:
         return window, []
 
+    # What every windower defines (see :class:`Windower`).
+
+    def assign(self, t: int) -> Sequence[Window]:
+        raise NotImplementedError
+
+    def close_at(self, window: Window) -> int:
+        raise NotImplementedError
+
+    def late(self, window: Window, watermark: int) -> bool:
+        raise NotImplementedError
+
 
 def windower_types(family: str = BYTEWAX) -> list[type]:
     """The config types that have a windower in ``family``, in registration order."""
@@ -261,6 +255,42 @@ def _grid(t: int, length: int, offset: int, align: int) -> list[Window]:
     return out
 
 
+@dataclass(frozen=True)
+class _SlidingGrid:
+    """Windows ``[align + k*offset, + length)`` of a :class:`SlidingWindow` config (both
+    families place items alike; they close and take late items differently)."""
+
+    length: int
+    offset: int
+    align: int
+
+    @classmethod
+    def from_config(cls, config: SlidingWindow) -> Self:
+        return cls(
+            duration_ms(config.length), duration_ms(config.offset), aware_to_ms(config.align_to)
+        )
+
+    def assign(self, t: int) -> list[Window]:
+        return _grid(t, self.length, self.offset, self.align)
+
+
+@dataclass(frozen=True)
+class _TumblingGrid:
+    """Back-to-back windows ``[align + k*length, + length)`` of a :class:`TumblingWindow`
+    config: one per item (placed alike in both families)."""
+
+    length: int
+    align: int
+
+    @classmethod
+    def from_config(cls, config: TumblingWindow) -> Self:
+        return cls(duration_ms(config.length), aware_to_ms(config.align_to))
+
+    def assign(self, t: int) -> list[Window]:
+        start = t - (t - self.align) % self.length
+        return [(start, start + self.length)]
+
+
 class _ClosingAtEnd:
     """bytewax's fixed windows: closed once the watermark is past their end, and
     an item is too late for a window once the watermark is past its end."""
@@ -273,44 +303,22 @@ class _ClosingAtEnd:
 
 
 @dataclass(frozen=True)
-class SlidingWindower(_ClosingAtEnd, RegisteredWindower, serves=SlidingWindow):
+class SlidingWindower(_ClosingAtEnd, _SlidingGrid, RegisteredWindower, serves=SlidingWindow):
     """Windows ``[align + k*offset, + length)``: they overlap when ``offset < length``
     and leave gaps (items in no window: late) when ``offset > length``."""
-
-    length: int
-    offset: int
-    align: int
-
-    @classmethod
-    def from_config(cls, config: SlidingWindow) -> Self:
-        return cls(_ms(config.length), _ms(config.offset), to_ms(config.align_to))
 
     @property
     def fast_grid(self) -> tuple[int, int, int]:
         return (self.length, self.offset, self.align)
 
-    def assign(self, t: int) -> list[Window]:
-        return _grid(t, self.length, self.offset, self.align)
-
 
 @dataclass(frozen=True)
-class TumblingWindower(_ClosingAtEnd, RegisteredWindower, serves=TumblingWindow):
+class TumblingWindower(_ClosingAtEnd, _TumblingGrid, RegisteredWindower, serves=TumblingWindow):
     """Back-to-back windows ``[align + k*length, + length)``: one per item."""
-
-    length: int
-    align: int
-
-    @classmethod
-    def from_config(cls, config: TumblingWindow) -> Self:
-        return cls(_ms(config.length), to_ms(config.align_to))
 
     @property
     def fast_grid(self) -> tuple[int, int, int]:
         return (self.length, self.length, self.align)
-
-    def assign(self, t: int) -> list[Window]:
-        start = t - (t - self.align) % self.length
-        return [(start, start + self.length)]
 
 
 @dataclass(frozen=True)
@@ -324,7 +332,7 @@ class SessionWindower(RegisteredWindower, serves=SessionWindow):
 
     @classmethod
     def from_config(cls, config: SessionWindow) -> Self:
-        return cls(_ms(config.gap))
+        return cls(duration_ms(config.gap))
 
     def assign(self, t: int) -> list[Window]:
         return [(t, t)]
@@ -362,35 +370,17 @@ class NumaflowWindower(RegisteredWindower):
 
 
 @dataclass(frozen=True)
-class NumaflowSlidingWindower(NumaflowWindower, serves=SlidingWindow, family=NUMAFLOW):
+class NumaflowSlidingWindower(
+    _SlidingGrid, NumaflowWindower, serves=SlidingWindow, family=NUMAFLOW
+):
     """Numaflow's sliding windows ``[align + k*offset, + length)``."""
-
-    length: int
-    offset: int
-    align: int
-
-    @classmethod
-    def from_config(cls, config: SlidingWindow) -> Self:
-        return cls(_ms(config.length), _ms(config.offset), to_ms(config.align_to))
-
-    def assign(self, t: int) -> list[Window]:
-        return _grid(t, self.length, self.offset, self.align)
 
 
 @dataclass(frozen=True)
-class NumaflowFixedWindower(NumaflowWindower, serves=TumblingWindow, family=NUMAFLOW):
+class NumaflowFixedWindower(
+    _TumblingGrid, NumaflowWindower, serves=TumblingWindow, family=NUMAFLOW
+):
     """Numaflow's fixed windows ``[align + k*length, + length)``."""
-
-    length: int
-    align: int
-
-    @classmethod
-    def from_config(cls, config: TumblingWindow) -> Self:
-        return cls(_ms(config.length), to_ms(config.align_to))
-
-    def assign(self, t: int) -> list[Window]:
-        start = t - (t - self.align) % self.length
-        return [(start, start + self.length)]
 
 
 @dataclass(frozen=True)

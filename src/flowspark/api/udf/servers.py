@@ -18,6 +18,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 from collections.abc import Callable, Iterator
@@ -33,6 +34,7 @@ __all__ = [
     "NumaflowServer",
     "handler_factory",
     "derives_from",
+    "handler_callable",
     "UDF_KINDS",
     "MAX_MESSAGE_SIZE",
     "MAX_NUM_THREADS",
@@ -42,16 +44,6 @@ __all__ = [
 MAX_MESSAGE_SIZE = 1024 * 1024 * 64
 MAX_NUM_THREADS = 16
 NUM_THREADS_DEFAULT = int(os.getenv("MAX_THREADS", "4"))
-
-MAP_SOCK_PATH = "/var/run/numaflow/map.sock"
-MAP_STREAM_SOCK_PATH = "/var/run/numaflow/mapstream.sock"
-REDUCE_SOCK_PATH = "/var/run/numaflow/reduce.sock"
-REDUCE_STREAM_SOCK_PATH = "/var/run/numaflow/reducestream.sock"
-ACCUMULATOR_SOCK_PATH = "/var/run/numaflow/accumulator.sock"
-MAP_SERVER_INFO_FILE_PATH = "/var/run/numaflow/mapper-server-info"
-REDUCE_SERVER_INFO_FILE_PATH = "/var/run/numaflow/reducer-server-info"
-REDUCE_STREAM_SERVER_INFO_FILE_PATH = "/var/run/numaflow/reducestreamer-server-info"
-ACCUMULATOR_SERVER_INFO_FILE_PATH = "/var/run/numaflow/accumulator-server-info"
 
 UDF_KINDS: dict[str, type] = {
     "map_stream": MapStreamer,
@@ -126,8 +118,12 @@ def _per_key_factory(
     )
 
 
-def _shared_factory(handler: Any, base: type) -> Callable[[], Callable[..., Any]]:
-    """A map-kind handler: an instance of ``base`` (its ``handler``) or any callable."""
+def handler_callable(handler: Any, base: type) -> Callable[..., Any]:
+    """The callable to run for a handler shared by every datum: an instance of ``base``
+    (flowspark's or pynumaflow's; its ``handler``) or any callable.
+
+    A ``base`` subclass (not an instance) or a non-callable raises ``TypeError``.
+    """
     if isinstance(handler, type):
         if derives_from(handler, base):
             raise TypeError(
@@ -135,12 +131,12 @@ def _shared_factory(handler: Any, base: type) -> Callable[[], Callable[..., Any]
                 f"subclass, not the class"
             )
     elif derives_from(type(handler), base):
-        return _SharedHandler(handler.handler)
+        return handler.handler
     if not callable(handler):
         raise TypeError(
             f"Invalid handler {handler!r}: expected a function or a {base.__name__} instance"
         )
-    return _SharedHandler(handler)
+    return handler
 
 
 def handler_factory(
@@ -177,7 +173,7 @@ def handler_factory(
         ) from None
     if kind in _PER_KEY_KINDS:
         return _per_key_factory(server_or_handler, base, init_args, init_kwargs or {})
-    return _shared_factory(server_or_handler, base)
+    return _SharedHandler(handler_callable(server_or_handler, base))
 
 
 class NumaflowServer:
@@ -199,6 +195,13 @@ class NumaflowServer:
             ("grpc.max_send_message_length", self.max_message_size),
             ("grpc.max_receive_message_length", self.max_message_size),
         ]
+
+    def _one_handler(self, handler: Any, resolve: Callable[[Any], Callable[..., Any]]) -> None:
+        """Take one handler (``.handler``) for every datum: ``resolve(handler)`` checks it
+        now and gives the callable to run in each task."""
+        resolve(handler)  # validate
+        self.handler = handler
+        self.make_handler = functools.partial(resolve, handler)
 
     def _per_key(
         self,

@@ -21,24 +21,28 @@ User/system metadata are stored as given (flowspark does not fill them).
 
 from __future__ import annotations
 
-import functools
 import inspect
 import os
-import warnings
 from abc import ABCMeta, abstractmethod
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar, TypeVar
 
+from flowspark.api.udf.handlers import _CallsHandler
 from flowspark.api.udf.servers import (
     MAX_MESSAGE_SIZE,
     NUM_THREADS_DEFAULT,
     NumaflowServer,
-    derives_from,
+    handler_callable,
 )
 from flowspark.api.udf.types import MetadataDatum as _BaseDatum
-from flowspark.api.udf.types import _validate_message_fields
+from flowspark.api.udf.types import (
+    _FieldsEq,
+    _SliceFreeList,
+    _UserMetadata,
+    _validate_message_fields,
+)
 from flowspark.shared.asyncrun import run_to_completion
 
 __all__ = [
@@ -72,11 +76,8 @@ R = TypeVar("R")
 
 
 class Datum(_BaseDatum):
-    """pynumaflow's ``sinker.Datum``: one message to write, with its id (``.id``).
-
-    Times are stored as UTCDateTime (naive ones taken as UTC); a non-datetime
-    raises pynumaflow's ``TypeError("Wrong data type: ... for Datum.event_time")``.
-    """
+    """pynumaflow's ``sinker.Datum``: one message to write, with its id (``.id``; see
+    :class:`~flowspark.api.udf.types.MetadataDatum`)."""
 
     __slots__ = ()
 
@@ -91,24 +92,10 @@ class Datum(_BaseDatum):
         user_metadata: Any = None,
         system_metadata: Any = None,
     ) -> None:
-        super().__init__(keys, value, event_time, watermark, headers, id=sink_msg_id or "")
-        self._user_metadata = user_metadata
-        self._system_metadata = system_metadata
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return (
-            type(self),
-            (
-                self._keys,
-                self._id,
-                self._value,
-                self._event_time,
-                self._watermark,
-                self._headers,
-                self._user_metadata,
-                self._system_metadata,
-            ),
+        super().__init__(
+            keys, value, event_time, watermark, headers, user_metadata, system_metadata
         )
+        self._id = sink_msg_id or ""
 
     def __str__(self) -> str:
         return (
@@ -124,7 +111,7 @@ class Datum(_BaseDatum):
 # --------------------------------------------------------------------------- responses
 
 
-class Message:
+class Message(_FieldsEq, _UserMetadata):
     """pynumaflow's on-success ``sinker.Message(value, keys=None, user_metadata=None)``."""
 
     __slots__ = ("_value", "_keys", "_user_metadata")
@@ -157,18 +144,8 @@ class Message:
         """The payload."""
         return self._value
 
-    @property
-    def user_metadata(self) -> Any:
-        """The user metadata (``None`` when not given)."""
-        return self._user_metadata
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        mine = (self._value, self._keys, self._user_metadata)
-        return mine == (other._value, other._keys, other._user_metadata)  # type: ignore[attr-defined]
-
-    __hash__ = None  # type: ignore[assignment]
+    def _fields(self) -> tuple[Any, ...]:
+        return (self._value, self._keys, self._user_metadata)
 
     def __repr__(self) -> str:
         return f"Message(value={self._value!r}, keys={self._keys!r})"
@@ -211,58 +188,27 @@ class Response:
         return cls(id_, False, None, False, True, on_success)
 
 
-class Responses(Sequence[R]):
+class Responses(_SliceFreeList[R]):
     """pynumaflow's ``Responses(*responses)``: an appendable sequence that refuses slicing."""
 
-    __slots__ = ("_responses",)
+    __slots__ = ()
 
-    def __init__(self, *responses: R) -> None:
-        self._responses: list[R] = list(responses)
-
-    def __str__(self) -> str:
-        return str(self._responses)
-
-    def __repr__(self) -> str:
-        return str(self)
-
-    def __len__(self) -> int:
-        return len(self._responses)
-
-    def __iter__(self) -> Iterator[R]:
-        return iter(self._responses)
-
-    def __getitem__(self, index: int) -> R:  # type: ignore[override]
-        if isinstance(index, slice):
-            raise TypeError("Slicing is not supported for Responses")
-        return self._responses[index]
+    _what = "Responses"
 
     def append(self, response: R) -> None:
         """Add ``response`` at the end."""
-        self._responses.append(response)
-
-    def items(self) -> list[R]:
-        """The underlying list (deprecated in pynumaflow: iterate or index instead)."""
-        warnings.warn(
-            "Using items is deprecated and will be removed in v0.5. "
-            "Iterate or index the Responses object instead.",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self._responses
+        self._items.append(response)
 
 
 # ----------------------------------------------------------------------------- handler
 
 
-class Sinker(metaclass=ABCMeta):
+class Sinker(_CallsHandler, metaclass=ABCMeta):
     """A user-defined sink: ``handler(datums)`` returns one response per datum.
 
     ``handler`` may be ``async`` (then ``datums`` is an async iterable), as with
     pynumaflow's ``SinkAsyncServer``. Calling an instance calls ``handler``.
     """
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.handler(*args, **kwargs)
 
     @abstractmethod
     def handler(self, datums: Iterator[Datum]) -> Responses[Response]:
@@ -278,16 +224,7 @@ def sink_handler(handler: Any) -> Callable[..., Any]:
     """
     if isinstance(handler, _SinkServerBase):
         handler = handler.handler
-    if isinstance(handler, type):
-        if derives_from(handler, Sinker):
-            raise TypeError(
-                f"Invalid handler {handler}: pass an instance of the Sinker subclass, not the class"
-            )
-    elif derives_from(type(handler), Sinker):
-        return handler.handler  # type: ignore[no-any-return]
-    if not callable(handler):
-        raise TypeError(f"Invalid handler {handler!r}: expected a function or a Sinker instance")
-    return handler  # type: ignore[no-any-return]
+    return handler_callable(handler, Sinker)
 
 
 def _is_async(fn: Any) -> bool:
@@ -346,10 +283,7 @@ class _SinkServerBase(NumaflowServer):
         max_threads: int,
         server_info_file: str,
     ) -> None:
-        sink_handler(sinker_instance)  # validate
-        self.handler = sinker_instance
         self.sinker_instance = sinker_instance
-        self.make_handler = functools.partial(sink_handler, sinker_instance)
         container = os.getenv(ENV_UD_CONTAINER_TYPE, "")
         if container == UD_CONTAINER_FALLBACK_SINK:
             sock_path, server_info_file = (
@@ -361,6 +295,7 @@ class _SinkServerBase(NumaflowServer):
                 ON_SUCCESS_SINK_SOCK_PATH,
                 ON_SUCCESS_SINK_SERVER_INFO_FILE_PATH,
             )
+        self._one_handler(sinker_instance, sink_handler)
         self._set_options(sock_path, max_message_size, max_threads, server_info_file)
 
     def __repr__(self) -> str:

@@ -11,8 +11,8 @@ treats any naive operand as UTC, so both styles of user code keep working.
 (True, True)
 >>> wm - datetime(2022, 9, 12, 16, 0)
 datetime.timedelta(seconds=60)
->>> to_ms(wm + timedelta(milliseconds=5))
-1662998460005
+>>> utc_from_us(-1)
+UTCDateTime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=datetime.timezone.utc)
 """
 
 from __future__ import annotations
@@ -20,18 +20,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-__all__ = ["UTCDateTime", "as_utc", "utc_from_ms", "to_ms"]
+from flowspark.shared.times import EPOCH, assume_utc
 
-_ONE_MS = timedelta(milliseconds=1)
-
-
-def _assume_utc(value: Any) -> Any:
-    """``value`` with UTC attached when it is a naive datetime; anything else unchanged."""
-    if isinstance(value, datetime):
-        tz = value.tzinfo
-        if tz is None or (tz is not UTC and value.utcoffset() is None):
-            return value.replace(tzinfo=UTC)
-    return value
+__all__ = ["UTCDateTime", "UTC_EPOCH", "as_utc", "utc_from_ms", "utc_from_us"]
 
 
 class UTCDateTime(datetime):
@@ -45,64 +36,49 @@ class UTCDateTime(datetime):
 
     __slots__ = ()
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is UTCDateTime:  # the common case, at C speed
-            return datetime.__eq__(self, other)
-        return datetime.__eq__(_assume_utc(self), _assume_utc(other))
-
-    def __ne__(self, other: object) -> bool:
-        if other.__class__ is UTCDateTime:  # the common case, at C speed
-            return datetime.__ne__(self, other)
-        return datetime.__ne__(_assume_utc(self), _assume_utc(other))
-
-    def __lt__(self, other: datetime) -> bool:
-        if other.__class__ is UTCDateTime:  # the common case, at C speed
-            return datetime.__lt__(self, other)
-        return datetime.__lt__(_assume_utc(self), _assume_utc(other))
-
-    def __le__(self, other: datetime) -> bool:
-        if other.__class__ is UTCDateTime:  # the common case, at C speed
-            return datetime.__le__(self, other)
-        return datetime.__le__(_assume_utc(self), _assume_utc(other))
-
-    def __gt__(self, other: datetime) -> bool:
-        if other.__class__ is UTCDateTime:  # the common case, at C speed
-            return datetime.__gt__(self, other)
-        return datetime.__gt__(_assume_utc(self), _assume_utc(other))
-
-    def __ge__(self, other: datetime) -> bool:
-        if other.__class__ is UTCDateTime:  # the common case, at C speed
-            return datetime.__ge__(self, other)
-        return datetime.__ge__(_assume_utc(self), _assume_utc(other))
+    # __eq__, __ne__, __lt__, __le__, __gt__, __ge__: set below, from _compare.
 
     def __hash__(self) -> int:
-        return datetime.__hash__(_assume_utc(self))
+        return datetime.__hash__(assume_utc(self))
 
     def __sub__(self, other: Any) -> Any:
         if isinstance(other, datetime):
-            return datetime.__sub__(_assume_utc(self), _assume_utc(other))
+            return datetime.__sub__(assume_utc(self), assume_utc(other))
         return datetime.__sub__(self, other)
 
     def __rsub__(self, other: Any) -> Any:
         if isinstance(other, datetime):
-            return datetime.__sub__(_assume_utc(other), _assume_utc(self))
+            return datetime.__sub__(assume_utc(other), assume_utc(self))
         return NotImplemented
 
 
-_EPOCH = UTCDateTime(1970, 1, 1, tzinfo=UTC)
-_PLAIN_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+def _compare(name: str) -> Any:
+    """``UTCDateTime``'s comparison ``name``: datetime's own, with naive operands as UTC."""
+    compare = getattr(datetime, name)
+
+    def method(self: UTCDateTime, other: Any) -> Any:
+        if other.__class__ is UTCDateTime:  # the common case, at C speed
+            return compare(self, other)
+        return compare(assume_utc(self), assume_utc(other))
+
+    method.__name__ = name
+    method.__qualname__ = f"UTCDateTime.{name}"
+    return method
+
+
+for _name in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"):
+    setattr(UTCDateTime, _name, _compare(_name))
+del _name
 
 
 def utc_from_ms(ms: int) -> UTCDateTime:
     """The :class:`UTCDateTime` ``ms`` milliseconds after the epoch."""
-    return _EPOCH + timedelta(milliseconds=ms)
+    return UTC_EPOCH + timedelta(milliseconds=ms)
 
 
-def to_ms(dt: datetime) -> int:
-    """Milliseconds since the epoch (floored) of ``dt``; a naive ``dt`` is taken as UTC."""
-    if not isinstance(dt, datetime):
-        raise TypeError(f"to_ms needs a datetime; got {type(dt).__name__}")
-    return datetime.__sub__(_assume_utc(dt), _PLAIN_EPOCH) // _ONE_MS
+def utc_from_us(us: int) -> UTCDateTime:
+    """The :class:`UTCDateTime` ``us`` microseconds after the epoch."""
+    return UTC_EPOCH + timedelta(microseconds=us)
 
 
 def as_utc(value: Any, what: str) -> UTCDateTime:
@@ -128,3 +104,7 @@ def as_utc(value: Any, what: str) -> UTCDateTime:
         value.microsecond,
         UTC,
     )
+
+
+UTC_EPOCH = as_utc(EPOCH, "EPOCH")
+"""The epoch (:data:`flowspark.shared.times.EPOCH`) as a :class:`UTCDateTime`."""

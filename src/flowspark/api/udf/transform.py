@@ -20,21 +20,27 @@ True
 
 from __future__ import annotations
 
-import functools
 import os
 from abc import ABCMeta, abstractmethod
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, ClassVar
 
+from flowspark.api.udf.handlers import _CallsHandler
 from flowspark.api.udf.servers import (
     MAX_MESSAGE_SIZE,
     NUM_THREADS_DEFAULT,
     NumaflowServer,
-    derives_from,
+    handler_callable,
 )
 from flowspark.api.udf.times import UTCDateTime, as_utc
-from flowspark.api.udf.types import DROP, Messages, _validate_message_fields
+from flowspark.api.udf.types import (
+    DROP,
+    Messages,
+    _Payload,
+    _UserMetadata,
+    _validate_message_fields,
+)
 from flowspark.api.udf.types import MetadataDatum as _BaseDatum
 
 __all__ = [
@@ -60,44 +66,14 @@ _NO_EVENT_TIME = datetime(1, 1, 1, 0, 0)
 
 
 class Datum(_BaseDatum):
-    """pynumaflow's ``sourcetransformer.Datum``: one message read by the source.
-
-    Times are stored as UTCDateTime (naive ones taken as UTC); a non-datetime
-    raises pynumaflow's ``TypeError("Wrong data type: ... for Datum.event_time")``.
-    """
+    """pynumaflow's ``sourcetransformer.Datum(keys, value, event_time, watermark,
+    headers=None, user_metadata=None, system_metadata=None)``: one message read by the
+    source (see :class:`~flowspark.api.udf.types.MetadataDatum`)."""
 
     __slots__ = ()
 
-    def __init__(
-        self,
-        keys: list[str],
-        value: bytes,
-        event_time: datetime,
-        watermark: datetime,
-        headers: dict[str, str] | None = None,
-        user_metadata: Any = None,
-        system_metadata: Any = None,
-    ) -> None:
-        super().__init__(keys, value, event_time, watermark, headers)
-        self._user_metadata = user_metadata
-        self._system_metadata = system_metadata
 
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return (
-            type(self),
-            (
-                self._keys,
-                self._value,
-                self._event_time,
-                self._watermark,
-                self._headers,
-                self._user_metadata,
-                self._system_metadata,
-            ),
-        )
-
-
-class Message:
+class Message(_Payload, _UserMetadata):
     """pynumaflow's ``sourcetransformer.Message(value, event_time, keys=None, tags=None,
     user_metadata=None)``: the message with its (new) **event time**, which is required.
 
@@ -110,7 +86,7 @@ class Message:
     def __init__(
         self,
         value: bytes,
-        event_time: datetime,
+        event_time: datetime | None,
         keys: list[str] | None = None,
         tags: list[str] | None = None,
         user_metadata: Any = None,
@@ -129,37 +105,12 @@ class Message:
         return cls(b"", event_time, None, [DROP])
 
     @property
-    def value(self) -> bytes:
-        """The payload."""
-        return self._value
-
-    @property
     def event_time(self) -> UTCDateTime:
         """The event time the message continues with."""
         return self._event_time
 
-    @property
-    def keys(self) -> list[str]:
-        """The keys for the next vertex."""
-        return self._keys
-
-    @property
-    def tags(self) -> list[str]:
-        """The tags for conditional forwarding."""
-        return self._tags
-
-    @property
-    def user_metadata(self) -> Any:
-        """The user metadata (``None`` when not given)."""
-        return self._user_metadata
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        mine = (self._value, self._event_time, self._keys, self._tags)
-        return mine == (other._value, other._event_time, other._keys, other._tags)  # type: ignore[attr-defined]
-
-    __hash__ = None  # type: ignore[assignment]
+    def _fields(self) -> tuple[Any, ...]:
+        return (self._value, self._event_time, self._keys, self._tags)
 
     def __repr__(self) -> str:
         return (
@@ -168,15 +119,12 @@ class Message:
         )
 
 
-class SourceTransformer(metaclass=ABCMeta):
+class SourceTransformer(_CallsHandler, metaclass=ABCMeta):
     """A source transformer: ``handler(keys, datum)`` returns the datum's messages.
 
     ``handler`` may be ``async`` (for ``SourceTransformAsyncServer``). Calling an
     instance calls ``handler``.
     """
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.handler(*args, **kwargs)
 
     @abstractmethod
     def handler(self, keys: list[str], datum: Datum) -> Messages[Message]:
@@ -193,19 +141,7 @@ def transform_handler(handler: Any) -> Callable[..., Any]:
     """
     if isinstance(handler, _SourceTransformServerBase):
         handler = handler.handler
-    if isinstance(handler, type):
-        if derives_from(handler, SourceTransformer):
-            raise TypeError(
-                f"Invalid handler {handler}: pass an instance of the SourceTransformer "
-                "subclass, not the class"
-            )
-    elif derives_from(type(handler), SourceTransformer):
-        return handler.handler  # type: ignore[no-any-return]
-    if not callable(handler):
-        raise TypeError(
-            f"Invalid handler {handler!r}: expected a function or a SourceTransformer instance"
-        )
-    return handler  # type: ignore[no-any-return]
+    return handler_callable(handler, SourceTransformer)
 
 
 class _SourceTransformServerBase(NumaflowServer):
@@ -223,10 +159,8 @@ class _SourceTransformServerBase(NumaflowServer):
         max_threads: int,
         server_info_file: str,
     ) -> None:
-        transform_handler(source_transform_instance)  # validate
-        self.handler = source_transform_instance
+        self._one_handler(source_transform_instance, transform_handler)
         self.source_transform_instance = source_transform_instance
-        self.make_handler = functools.partial(transform_handler, source_transform_instance)
         self._set_options(sock_path, max_message_size, max_threads, server_info_file)
 
     def __repr__(self) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from flowspark.api.udf.times import UTCDateTime, as_utc
 
@@ -47,6 +47,7 @@ M = TypeVar("M")
 _S = TypeVar("_S", bound="StreamMessage")
 _A = TypeVar("_A", bound="AccumulatorMessage")
 _D = TypeVar("_D", bound="Datum")
+_M = TypeVar("_M", bound="MetadataDatum")
 
 
 def _validate_message_fields(value: Any, keys: Any, tags: Any) -> None:
@@ -69,6 +70,19 @@ def _times_of(datum: Any) -> tuple[UTCDateTime, UTCDateTime]:
         as_utc(datum.event_time, "Datum.event_time"),
         as_utc(datum.watermark, "Datum.watermark"),
     )
+
+
+class _UserMetadata:
+    """pynumaflow's ``user_metadata`` of a datum or message (flowspark stores it as given)."""
+
+    __slots__ = ()
+
+    _user_metadata: Any
+
+    @property
+    def user_metadata(self) -> Any:
+        """The user metadata given at construction (``None`` when none)."""
+        return self._user_metadata
 
 
 # ---------------------------------------------------------------------------------- datums
@@ -196,16 +210,42 @@ class Datum:
         return (type(self)._make, self._fields())
 
 
-class MetadataDatum(Datum):
-    """A datum with pynumaflow's user and system metadata (the sink's and the source
-    transformer's ``Datum`` s); subclasses set them in ``__init__``."""
+class MetadataDatum(Datum, _UserMetadata):
+    """A datum with pynumaflow's user and system metadata: the source transformer's
+    ``Datum`` (this constructor) and the sink's (whose constructor takes an id too).
+
+    Times are stored as UTCDateTime (naive ones taken as UTC); a non-datetime
+    raises pynumaflow's ``TypeError("Wrong data type: ... for Datum.event_time")``.
+    """
 
     __slots__ = ("_user_metadata", "_system_metadata")
 
-    @property
-    def user_metadata(self) -> Any:
-        """The user metadata given at construction (``None`` when none)."""
-        return self._user_metadata
+    def __init__(
+        self,
+        keys: list[str],
+        value: bytes,
+        event_time: datetime,
+        watermark: datetime,
+        headers: dict[str, str] | None = None,
+        user_metadata: Any = None,
+        system_metadata: Any = None,
+    ) -> None:
+        super().__init__(keys, value, event_time, watermark, headers)
+        self._user_metadata = user_metadata
+        self._system_metadata = system_metadata
+
+    @classmethod
+    def _make_with_metadata(
+        cls: type[_M], fields: tuple[Any, ...], user_metadata: Any, system_metadata: Any
+    ) -> _M:
+        datum = cls._make(*fields)
+        datum._user_metadata = user_metadata
+        datum._system_metadata = system_metadata
+        return datum
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        fields = (self._fields(), self._user_metadata, self._system_metadata)
+        return (type(self)._make_with_metadata, fields)
 
     @property
     def system_metadata(self) -> Any:
@@ -270,7 +310,47 @@ class AccumulatorDatum(Datum):
 # -------------------------------------------------------------------------------- messages
 
 
-class StreamMessage:
+class _FieldsEq:
+    """``==`` of two objects of the same class: their ``_fields()`` are equal. Not hashable
+    unless a subclass says how."""
+
+    __slots__ = ()
+
+    def _fields(self) -> tuple[Any, ...]:
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+
+class _Payload(_FieldsEq):
+    """What every message kind with tags reads the same way: value, keys and tags."""
+
+    __slots__ = ()
+
+    _value: bytes
+    _keys: list[str]
+    _tags: list[str]
+
+    @property
+    def value(self) -> bytes:
+        """The payload."""
+        return self._value
+
+    @property
+    def keys(self) -> list[str]:
+        """The keys for the next vertex."""
+        return self._keys
+
+    @property
+    def tags(self) -> list[str]:
+        """The tags for conditional forwarding."""
+        return self._tags
+
+
+class StreamMessage(_Payload):
     """pynumaflow's ``Message(value, keys=None, tags=None)`` of map stream, reduce stream,
     map and reduce.
 
@@ -297,34 +377,14 @@ class StreamMessage:
             message._times = _times_of(datum)
         return message
 
-    @property
-    def value(self) -> bytes:
-        """The payload."""
-        return self._value
-
-    @property
-    def keys(self) -> list[str]:
-        """The keys for the next vertex."""
-        return self._keys
-
-    @property
-    def tags(self) -> list[str]:
-        """The tags for conditional forwarding."""
-        return self._tags
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        mine = (self._value, self._keys, self._tags)
-        return mine == (other._value, other._keys, other._tags)  # type: ignore[attr-defined]
-
-    __hash__ = None  # type: ignore[assignment]
+    def _fields(self) -> tuple[Any, ...]:
+        return (self._value, self._keys, self._tags)
 
     def __repr__(self) -> str:
         return f"Message(value={self._value!r}, keys={self._keys!r}, tags={self._tags!r})"
 
 
-class AccumulatorMessage:
+class AccumulatorMessage(_Payload):
     """pynumaflow's ``accumulator.Message``: a message with its own times, headers and id.
 
     Given datetimes are stored as UTCDateTime (naive ones taken as UTC).
@@ -388,21 +448,6 @@ class AccumulatorMessage:
         )
 
     @property
-    def value(self) -> bytes:
-        """The payload."""
-        return self._value
-
-    @property
-    def keys(self) -> list[str]:
-        """The keys for the next vertex."""
-        return self._keys
-
-    @property
-    def tags(self) -> list[str]:
-        """The tags for conditional forwarding."""
-        return self._tags
-
-    @property
     def watermark(self) -> UTCDateTime | None:
         """The watermark of this message, or None if not set."""
         return self._watermark
@@ -433,13 +478,6 @@ class AccumulatorMessage:
             self._id,
         )
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._fields() == other._fields()  # type: ignore[attr-defined]
-
-    __hash__ = None  # type: ignore[assignment]
-
     def __repr__(self) -> str:
         return (
             f"Message(value={self._value!r}, keys={self._keys!r}, tags={self._tags!r}, "
@@ -448,50 +486,61 @@ class AccumulatorMessage:
         )
 
 
-class Messages(Sequence[M]):
-    """pynumaflow's ``Messages(*messages)``: an appendable sequence that refuses slicing."""
+class _SliceFreeList(Sequence[M]):
+    """pynumaflow's ``Messages``/``Responses``: an appendable sequence that refuses
+    slicing; ``_what`` names it in the errors."""
 
-    __slots__ = ("_messages",)
+    __slots__ = ("_items",)
 
-    def __init__(self, *messages: M) -> None:
-        self._messages: list[M] = list(messages)
+    _what: ClassVar[str]
+
+    def __init__(self, *items: M) -> None:
+        self._items: list[M] = list(items)
 
     def __str__(self) -> str:
-        return str(self._messages)
+        return str(self._items)
 
     def __repr__(self) -> str:
         return str(self)
 
     def __len__(self) -> int:
-        return len(self._messages)
+        return len(self._items)
 
     def __iter__(self) -> Iterator[M]:
-        return iter(self._messages)
+        return iter(self._items)
 
     def __getitem__(self, index: int) -> M:  # type: ignore[override]
         if isinstance(index, slice):
-            raise TypeError("Slicing is not supported for Messages")
-        return self._messages[index]
-
-    def append(self, message: M) -> None:
-        """Add ``message`` at the end."""
-        self._messages.append(message)
+            raise TypeError(f"Slicing is not supported for {self._what}")
+        return self._items[index]
 
     def items(self) -> list[M]:
         """The underlying list (deprecated in pynumaflow: iterate or index instead)."""
         warnings.warn(
             "Using items is deprecated and will be removed in v0.5. "
-            "Iterate or index the Messages object instead.",
+            f"Iterate or index the {self._what} object instead.",
             DeprecationWarning,
             stacklevel=2,
         )
-        return self._messages
+        return self._items
+
+
+class Messages(_SliceFreeList[M]):
+    """pynumaflow's ``Messages(*messages)``: an appendable sequence that refuses slicing."""
+
+    __slots__ = ()
+
+    _what = "Messages"
+
+    def append(self, message: M) -> None:
+        """Add ``message`` at the end."""
+        self._items.append(message)
 
 
 # --------------------------------------------------------------------------------- windows
 
 
-class IntervalWindow:
+class IntervalWindow(_FieldsEq):
     """The ``[start, end)`` of a window; both stored as UTCDateTime."""
 
     __slots__ = ("_start", "_end")
@@ -510,19 +559,17 @@ class IntervalWindow:
         """The end of the window."""
         return self._end
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self._start, self._end) == (other._start, other._end)  # type: ignore[attr-defined]
+    def _fields(self) -> tuple[Any, ...]:
+        return (self._start, self._end)
 
     def __hash__(self) -> int:
-        return hash((self._start, self._end))
+        return hash(self._fields())
 
     def __repr__(self) -> str:
         return f"IntervalWindow(start={self._start!r}, end={self._end!r})"
 
 
-class Metadata:
+class Metadata(_FieldsEq):
     """What a reduce handler learns about its window: ``md.interval_window``."""
 
     __slots__ = ("_interval_window",)
@@ -535,10 +582,8 @@ class Metadata:
         """The window being reduced."""
         return self._interval_window
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._interval_window == other._interval_window  # type: ignore[attr-defined]
+    def _fields(self) -> tuple[Any, ...]:
+        return (self._interval_window,)
 
     def __hash__(self) -> int:
         return hash(self._interval_window)
@@ -547,7 +592,7 @@ class Metadata:
         return f"Metadata(interval_window={self._interval_window!r})"
 
 
-class ReduceWindow:
+class ReduceWindow(_FieldsEq):
     """A reduce window: an :class:`IntervalWindow` plus its slot."""
 
     __slots__ = ("_window", "_slot")
@@ -576,13 +621,11 @@ class ReduceWindow:
         """The interval window."""
         return self._window
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self._window, self._slot) == (other._window, other._slot)  # type: ignore[attr-defined]
+    def _fields(self) -> tuple[Any, ...]:
+        return (self._window, self._slot)
 
     def __hash__(self) -> int:
-        return hash((self._window, self._slot))
+        return hash(self._fields())
 
     def __repr__(self) -> str:
         return f"ReduceWindow(start={self.start!r}, end={self.end!r}, slot={self._slot!r})"
@@ -607,10 +650,8 @@ class KeyedWindow(ReduceWindow):
         """The keys the window belongs to."""
         return self._keys
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return super().__eq__(other) and self._keys == other._keys  # type: ignore[attr-defined]
+    def _fields(self) -> tuple[Any, ...]:
+        return (self._window, self._slot, self._keys)
 
     __hash__ = None  # type: ignore[assignment]
 

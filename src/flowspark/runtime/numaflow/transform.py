@@ -26,9 +26,9 @@ from flowspark.api.udf.times import as_utc
 from flowspark.api.udf.transform import Datum as TransformDatum
 from flowspark.api.udf.transform import transform_handler
 from flowspark.api.udf.types import DROP, Datum
-from flowspark.runtime.datums import as_datum
 from flowspark.runtime.errors import short_repr
-from flowspark.runtime.udf_run import event_loop
+from flowspark.runtime.numaflow.convert import step_datum
+from flowspark.runtime.numaflow.run import event_loop
 from flowspark.shared.asyncrun import run_to_completion
 
 __all__ = ["TransformRunner"]
@@ -62,7 +62,7 @@ class TransformRunner:
         self.handler = transform_handler(handler)
 
     def __call__(self, item: Any) -> list[Datum]:
-        datum = item if isinstance(item, Datum) else as_datum(item, "a source transformer")
+        datum = item if isinstance(item, Datum) else step_datum(item, "a source transformer")
         result = self.handler(list(datum._keys), _as_transform_datum(datum))
         if inspect.isawaitable(result):
             pending = result

@@ -166,8 +166,8 @@ async def _map_chunk(
                     await settle(asyncio.FIRST_COMPLETED)
                 break
         except Exception as exc:
-            for task in pending:  # nothing of a failed chunk may run on later
-                task.cancel()
+            for running in pending:  # nothing of a failed chunk may run on later
+                running.cancel()
             if isinstance(exc, RemoteStepFailure):
                 raise
             raise step_failure(step_id, handler, datum, exc) from None

@@ -1,6 +1,6 @@
 """Where Numaflow's live stream handlers are kept between micro-batches.
 
-A keyed UDF step (:mod:`flowspark.runtime.udf_keyed`) keeps, in Spark state, each
+A keyed UDF step (:mod:`flowspark.runtime.numaflow.keyed`) keeps, in Spark state, each
 live handler's *handle* ``(gen, fed, emitted)`` — which incarnation, how many datums
 it has seen, how many messages it has put — and a write-ahead log (WAL) of the
 datums fed to it that are still retained. The handler itself, a suspended
@@ -8,7 +8,7 @@ coroutine, lives in a :class:`HandlerRegistry`:
 
 * :class:`LocalHandlers`, in this process: for a whole input handled in one call,
   for tests, and inside a resident host;
-* :class:`~flowspark.runtime.handler_host.HostHandlers`, in a resident host process
+* :class:`~flowspark.runtime.numaflow.handler_host.HostHandlers`, in a resident host process
   per step and partition that outlives Spark's tasks, so a key's handler stays put
   whichever Python worker runs the key's task (see that module).
 
@@ -23,7 +23,7 @@ nothing older than the WAL retains (Numaflow's own replay makes the same
 assumption).
 
 >>> from flowspark.runtime.codec import encode_items
->>> from flowspark.runtime.udf_run import HandlerRun
+>>> from flowspark.runtime.numaflow.run import HandlerRun
 >>> class Echo:
 ...     step_id, run_id, force_rebuild = "echo", "r1", False
 ...     def _start(self, key, window):
@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from flowspark.runtime.codec import decode_items
-from flowspark.runtime.udf_run import HandlerRun
+from flowspark.runtime.numaflow.run import HandlerRun
 
 __all__ = [
     "Fed",

@@ -11,7 +11,7 @@ A task sends a key's datums (encoded as the WAL keeps them) and gets back what t
 handler put; the handler is never rebuilt while its host lives.
 
 Correctness does not rest on the host: Spark state keeps each handler's handle and
-WAL (:mod:`flowspark.runtime.handlers`). A host that does not hold the handler
+WAL (:mod:`flowspark.runtime.numaflow.handlers`). A host that does not hold the handler
 (a restart, a host that died, a retried task, a partition that moved to another
 executor) asks for the WAL and rebuilds it; what the replay puts is dropped. A
 host that dies mid-call is started again and the call repeated against the WAL,
@@ -48,7 +48,7 @@ from typing import Any
 from flowspark.runtime import pickling
 from flowspark.runtime.codec import decode_items, encode_items
 from flowspark.runtime.errors import RemoteStepFailure
-from flowspark.runtime.handlers import Fed, Handle, LocalHandlers, Replay
+from flowspark.runtime.numaflow.handlers import Fed, Handle, LocalHandlers, Replay
 from flowspark.shared.processes import pid_alive
 
 __all__ = ["HostHandlers", "host_address", "stop_hosts", "host_stats", "HostLost"]
@@ -264,7 +264,7 @@ def _drop(address: str) -> None:
 
 
 class HostHandlers:
-    """A :class:`~flowspark.runtime.handlers.HandlerRegistry` in the host of one step's
+    """A :class:`~flowspark.runtime.numaflow.handlers.HandlerRegistry` in the host of one step's
     partition (``run_id`` names the run: a new run never reaches an old host)."""
 
     def __init__(self, run_id: str, partition: int) -> None:

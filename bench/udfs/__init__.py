@@ -1,0 +1,1 @@
+"""User code the benchmark runs: UDF files and the spec pages' handlers."""

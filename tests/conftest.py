@@ -1,0 +1,25 @@
+"""Markers by folder: every test under ``tests/spark`` is marked ``spark`` and every
+test under ``tests/recovery`` ``recovery`` (both registered in pyproject.toml), so
+that ``pytest -m "not spark and not recovery"`` runs the unit tests and doctests and
+starts no Spark."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+MARKER_BY_FOLDER = {"spark": "spark", "recovery": "recovery"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        try:
+            folder = Path(item.path).resolve().relative_to(HERE).parts[0]
+        except ValueError:  # not under tests/ (a doctest in src/)
+            continue
+        marker = MARKER_BY_FOLDER.get(folder)
+        if marker is not None and item.get_closest_marker(marker) is None:
+            item.add_marker(marker)

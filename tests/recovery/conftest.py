@@ -1,0 +1,35 @@
+"""What several recovery test modules compare against: the output of an example run
+locally (embedded Spark, from the checkout), computed once per test session."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def local_output() -> Callable[..., str]:
+    """``local_output(FLOW, *ARGS)``: the stdout of ``python -m flowspark.run FLOW ARGS``
+    run locally from the checkout (asserted to exit 0). Each command runs once per
+    session: the examples' output is the same in every run, and the tests that
+    compare a cluster's or a Connect server's run with it only read it."""
+    done: dict[tuple[str, ...], str] = {}
+
+    def run(flow: str, *args: str) -> str:
+        key = (flow, *args)
+        if key not in done:
+            local = subprocess.run(
+                [sys.executable, "-m", "flowspark.run", flow, *args],
+                cwd=ROOT, capture_output=True, text=True, timeout=300,
+            )  # fmt: skip
+            assert local.returncode == 0, local.stderr[-3000:]
+            done[key] = local.stdout
+        return done[key]
+
+    return run
