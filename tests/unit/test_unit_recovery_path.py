@@ -42,7 +42,7 @@ def test_unknown_or_unreachable_filesystems_fail_before_spark_starts(
     """An unknown scheme, a filesystem pyarrow cannot open here (HDFS without its
     client) and an S3 endpoint that refuses connections: one line, exit 2, nothing
     created (it used to become a local folder named ``hdfs:``)."""
-    monkeypatch.setattr("flowspark.engine.session.session_master", lambda: None)
+    monkeypatch.setattr("flowspark.engine.query.session_master", lambda: None)
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # nothing listens
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "flowspark")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "flowspark")
@@ -87,7 +87,7 @@ def test_a_local_recovery_path_on_a_cluster_fails_before_spark_starts(
     """No executor would see the driver's folder: refused in one line (exit 2), with
     no Spark started and nothing created, unless declared shared."""
     # As in a fresh process: no session running yet (a run joins a running one).
-    monkeypatch.setattr("flowspark.engine.session.session_master", lambda: None)
+    monkeypatch.setattr("flowspark.engine.query.session_master", lambda: None)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "flow.py").write_text(FLOW)
     args = ["flow.py:flow", "-r", "rec", "--master", "spark://127.0.0.1:9"]
