@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,16 @@ def _timed_run(flow: Dataflow) -> float:
     return time.perf_counter() - t0
 
 
+def _timed(name: str, items: Any, build: Callable[[Any], None]) -> float:
+    """Seconds to build flow ``name`` (``build`` adds its steps after the input of
+    ``items``) and run it."""
+    t0 = time.perf_counter()
+    flow = Dataflow(name)
+    build(op.input("inp", flow, TestingSource(items, batch_size=BATCH_SIZE)))
+    build_s = time.perf_counter() - t0
+    return build_s + _timed_run(flow)
+
+
 def _result(seconds: float, ok: bool, **extra: Any) -> dict[str, Any]:
     return {"seconds": seconds, "startup_s": 0.0, "ok": ok, **extra}
 
@@ -45,14 +56,13 @@ def run_mapfilter(n: int) -> dict[str, Any]:
     """``op.map(x*3+1)`` -> ``op.filter(even)`` -> sink; count and sum outputs."""
     items = jobs.mapfilter_input(n)
     out: list[int] = []
-    t0 = time.perf_counter()
-    flow = Dataflow("mapfilter")
-    s = op.input("inp", flow, TestingSource(items, batch_size=BATCH_SIZE))
-    s = op.map("map", s, jobs.mapfilter_fn)
-    s = op.filter("filter", s, jobs.mapfilter_keep)
-    op.output("out", s, TestingSink(out))
-    build_s = time.perf_counter() - t0
-    seconds = build_s + _timed_run(flow)
+
+    def build(s: Any) -> None:
+        s = op.map("map", s, jobs.mapfilter_fn)
+        s = op.filter("filter", s, jobs.mapfilter_keep)
+        op.output("out", s, TestingSink(out))
+
+    seconds = _timed("mapfilter", items, build)
     ok = jobs.mapfilter_check(n, len(out), sum(out))
     return _result(seconds, ok, outputs=len(out))
 
@@ -62,14 +72,13 @@ def run_wordcount(n: int) -> dict[str, Any]:
     lines = jobs.wordcount_input(n)
     jobs.log(f"bytewax wordcount: generated {len(lines)} lines")
     out: list[tuple[str, int]] = []
-    t0 = time.perf_counter()
-    flow = Dataflow("wordcount")
-    s = op.input("inp", flow, TestingSource(lines, batch_size=BATCH_SIZE))
-    words = op.flat_map("split", s, str.split)
-    counts = op.count_final("count", words, lambda w: w)
-    op.output("out", counts, TestingSink(out))
-    build_s = time.perf_counter() - t0
-    seconds = build_s + _timed_run(flow)
+
+    def build(s: Any) -> None:
+        words = op.flat_map("split", s, str.split)
+        counts = op.count_final("count", words, lambda w: w)
+        op.output("out", counts, TestingSink(out))
+
+    seconds = _timed("wordcount", lines, build)
     ok = jobs.wordcount_check(n, out)
     return _result(seconds, ok, outputs=len(out))
 
@@ -80,16 +89,16 @@ def run_window_count(n: int) -> dict[str, Any]:
     jobs.log(f"bytewax window_count: generated {len(events)} events")
     out: list[tuple[str, tuple[int, int]]] = []
     late: list[Any] = []
-    t0 = time.perf_counter()
-    flow = Dataflow("window_count")
-    s = op.input("inp", flow, TestingSource(events, batch_size=BATCH_SIZE))
-    clock = win.EventClock(lambda e: e[1], wait_for_system_duration=timedelta(0))
-    windower = win.TumblingWindower(length=timedelta(seconds=jobs.WINDOW_S), align_to=jobs.ALIGN_TO)
-    wo = win.count_window("count", s, clock, windower, lambda e: e[0])
-    op.output("out", wo.down, TestingSink(out))
-    op.output("late", wo.late, TestingSink(late))
-    build_s = time.perf_counter() - t0
-    seconds = build_s + _timed_run(flow)
+
+    def build(s: Any) -> None:
+        clock = win.EventClock(lambda e: e[1], wait_for_system_duration=timedelta(0))
+        length = timedelta(seconds=jobs.WINDOW_S)
+        windower = win.TumblingWindower(length=length, align_to=jobs.ALIGN_TO)
+        wo = win.count_window("count", s, clock, windower, lambda e: e[0])
+        op.output("out", wo.down, TestingSink(out))
+        op.output("late", wo.late, TestingSink(late))
+
+    seconds = _timed("window_count", events, build)
     # Tumbling windows aligned to ALIGN_TO: window id i opens at
     # ALIGN_TO + i * length, i.e. the id is the window index.
     triples = [(key, wid, c) for key, (wid, c) in out]
@@ -134,14 +143,13 @@ def run_reorder(n: int) -> dict[str, Any]:
     events = jobs.reorder_input(n)
     jobs.log(f"bytewax reorder: generated {len(events)} events")
     out: list[tuple[str, tuple[datetime, int]]] = []
-    t0 = time.perf_counter()
-    flow = Dataflow("reorder")
-    s = op.input("inp", flow, TestingSource(events, batch_size=BATCH_SIZE))
-    keyed = op.map("key", s, lambda e: (e[0], (e[1], e[2])))
-    ordered = op.stateful("sort", keyed, _ReorderLogic)
-    op.output("out", ordered, TestingSink(out))
-    build_s = time.perf_counter() - t0
-    seconds = build_s + _timed_run(flow)
+
+    def build(s: Any) -> None:
+        keyed = op.map("key", s, lambda e: (e[0], (e[1], e[2])))
+        ordered = op.stateful("sort", keyed, _ReorderLogic)
+        op.output("out", ordered, TestingSink(out))
+
+    seconds = _timed("reorder", events, build)
     triples = [(key, ts, i) for key, (ts, i) in out]
     ok = jobs.reorder_check(n, triples)
     return _result(seconds, ok, outputs=len(out), inversions=jobs.reorder_inversions(triples))
@@ -154,14 +162,13 @@ def run_reorder_heap(n: int) -> dict[str, Any]:
     items = jobs.reorder_heap_input(n)
     jobs.log(f"bytewax reorder_heap: generated {len(items)} items (incl. sentinels)")
     out: list[tuple[str, datetime, int]] = []
-    t0 = time.perf_counter()
-    flow = Dataflow("reorder_heap")
-    s = op.input("inp", flow, TestingSource(items, batch_size=BATCH_SIZE))
-    emitted = op.stateful_map("sort", s, jobs.reorder_heap_mapper)
-    flat = op.flat_map("flat", emitted, jobs.reorder_heap_flatten)
-    op.output("out", flat, TestingSink(out))
-    build_s = time.perf_counter() - t0
-    seconds = build_s + _timed_run(flow)
+
+    def build(s: Any) -> None:
+        emitted = op.stateful_map("sort", s, jobs.reorder_heap_mapper)
+        flat = op.flat_map("flat", emitted, jobs.reorder_heap_flatten)
+        op.output("out", flat, TestingSink(out))
+
+    seconds = _timed("reorder_heap", items, build)
     ok = jobs.reorder_check(n, out)
     return _result(seconds, ok, outputs=len(out), inversions=jobs.reorder_inversions(out))
 
@@ -190,14 +197,13 @@ def run_many_keys(n: int) -> dict[str, Any]:
     ``(count, sum)`` per key (n keys, in bytewax's in-memory state; no recovery) ->
     a checking sink."""
     checker = jobs.ManyKeysChecker(n)
-    t0 = time.perf_counter()
-    flow = Dataflow("many_keys")
-    s = op.input("inp", flow, TestingSource(range(n), batch_size=BATCH_SIZE))
-    keyed = op.map("key", s, jobs.many_keys_item)
-    sums = op.stateful_map("sum", keyed, jobs.many_keys_mapper)
-    op.output("out", sums, _CheckingSink(checker))
-    build_s = time.perf_counter() - t0
-    seconds = build_s + _timed_run(flow)
+
+    def build(s: Any) -> None:
+        keyed = op.map("key", s, jobs.many_keys_item)
+        sums = op.stateful_map("sum", keyed, jobs.many_keys_mapper)
+        op.output("out", sums, _CheckingSink(checker))
+
+    seconds = _timed("many_keys", range(n), build)
     return _result(seconds, checker.ok(), outputs=checker.count, checkpoint=False)
 
 

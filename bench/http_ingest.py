@@ -13,8 +13,9 @@ it reached the sink. Printed (one JSON line per pipeline):
 * ``sink_p50_ms``/``sink_p99_ms``: request to sink (event time to the sink's clock);
 * ``lost``: acknowledged events that never reached the sink (must be 0).
 
-Pipelines: ``map`` (http -> map-cat -> sink) and ``accumulator`` (the accumulator
-page's: two http sources -> stream sorter, 10 s timeout -> sink). The sorter
+Pipelines (``bench/pipelines/http-<name>.yaml``): ``map`` (http -> map-cat -> sink) and
+``accumulator`` (the accumulator page's: two http sources -> stream sorter, 10 s timeout
+-> sink). The sorter
 releases a key's events only when a datum with a later watermark arrives, so after
 the load each source gets one later event per key (``_release``), as a live feed
 would send; without it the last events stay kept by the sorter's own rule.
@@ -40,74 +41,10 @@ from typing import Any
 BENCH_DIR = Path(__file__).resolve().parent
 ROOT = BENCH_DIR.parent
 
-MAP_PIPELINE = """
-apiVersion: numaflow.numaproj.io/v1alpha1
-kind: Pipeline
-metadata:
-  name: http-map
-spec:
-  vertices:
-    - name: in
-      source:
-        http: {}
-    - name: cat
-      udf:
-        container:
-          image: quay.io/numaio/numaflow-go/map-cat:stable
-    - name: out
-      sink:
-        udsink:
-          container:
-            image: stopwatch-sink:latest
-  edges:
-    - from: in
-      to: cat
-    - from: cat
-      to: out
-"""
-
-ACCUMULATOR_PIPELINE = """
-apiVersion: numaflow.numaproj.io/v1alpha1
-kind: Pipeline
-metadata:
-  name: simple-accumulator
-spec:
-  vertices:
-    - name: http-one
-      source:
-        http: {}
-    - name: http-two
-      source:
-        http: {}
-    - name: accum
-      udf:
-        container:
-          image: quay.io/numaio/numaflow-go/stream-sorter:stable
-        groupBy:
-          window:
-            accumulator:
-              timeout: 10s
-          keyed: true
-          storage:
-            emptyDir: {}
-    - name: out
-      sink:
-        udsink:
-          container:
-            image: stopwatch-sink:latest
-  edges:
-    - from: http-one
-      to: accum
-    - from: http-two
-      to: accum
-    - from: accum
-      to: out
-"""
-
+# Each pipeline's HTTP source vertices and the UDF files of its vertices besides the sink.
 PIPELINES = {
-    "map": (MAP_PIPELINE, ["in"], {}),
+    "map": (["in"], {}),
     "accumulator": (
-        ACCUMULATOR_PIPELINE,
         ["http-one", "http-two"],
         {"accum": ROOT / "examples" / "numaflow" / "udfs" / "stream_sorter.py"},
     ),
@@ -290,9 +227,8 @@ def _read_sink(path: Path) -> dict[str, int]:
 
 
 def run_pipeline(name: str, clients: int, seconds: float, drain_s: float) -> dict[str, Any]:
-    text, vertices, udfs = PIPELINES[name]
+    vertices, udfs = PIPELINES[name]
     work = Path(tempfile.mkdtemp(prefix=f"flowspark-http-{name}-"))
-    (work / "pipeline.yaml").write_text(text)
     sink_file = work / "sink.txt"
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
@@ -302,7 +238,7 @@ def run_pipeline(name: str, clients: int, seconds: float, drain_s: float) -> dic
         sys.executable,
         "-m",
         "flowspark.run",
-        str(work / "pipeline.yaml"),
+        str(BENCH_DIR / "pipelines" / f"http-{name}.yaml"),
         "-r",
         str(work / "recovery"),
         "--http-port",

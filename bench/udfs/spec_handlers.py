@@ -14,13 +14,15 @@ from types import ModuleType
 from typing import Any
 
 
-def stream_sorter(accumulator: ModuleType) -> type:
+def stream_sorter(accumulator: ModuleType, flush_at_end: bool = True) -> type:
     """The spec's ``StreamSorter`` (pynumaflow accumulator example) on ``accumulator``.
 
     As on the spec page, with its bug fixed (the loop reads ``async for datum in
     datums``; the page's ``async for _`` leaves ``datum`` unbound) and everything
     left flushed after the loop (the page's second version): a key's stream ends at
-    its ``CLOSE`` on pynumaflow, at the end of the input on flowspark.
+    its ``CLOSE`` on pynumaflow, at the end of the input on flowspark. With
+    ``flush_at_end`` false, the page's first version: what the last watermark did not
+    pass stays in ``sorted_buffer``.
     """
     Datum, Message = accumulator.Datum, accumulator.Message
 
@@ -36,7 +38,8 @@ def stream_sorter(accumulator: ModuleType) -> type:
                     self.latest_wm = datum.watermark
                     await self.flush_buffer(output)
                 self.insert_sorted(datum)
-            await self.flush_buffer(output, flush_all=True)
+            if flush_at_end:
+                await self.flush_buffer(output, flush_all=True)
 
         def insert_sorted(self, datum: Datum) -> None:
             # Binary insert to keep sorted buffer in order

@@ -6,6 +6,12 @@ attribute defaults to ``flow``. A ``.yaml``/``.yml`` file is a Numaflow
 Pipeline (see :mod:`flowspark.pipeline`), run with the same flags plus
 ``--udf VERTEX=udf.py``, ``--secret NAME/KEY=VALUE`` and the HTTP source's
 ``--http-host``/``--http-port``/``--http-cert``/``--http-key``.
+
+Exit status: 0 when the run ended; 1 when a step or a source failed, or Spark
+stopped the query; 2 for a bad flow, spec or argument (found before Spark
+starts: one line on stderr naming the file and line); 32 (``EPIPE``, as
+``python -m json.tool``) when standard output was closed (``| head``), quietly;
+130 on Ctrl-C. ``--verbose`` adds the whole traceback.
 """
 
 from __future__ import annotations
@@ -14,45 +20,117 @@ import argparse
 import ast
 import importlib
 import importlib.util
+import math
 import os
+import re
 import socket
 import sys
+import traceback
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
+from flowspark.connectors.stdio import silence_stdout, stdout_closed
 from flowspark.dataflow import Dataflow
 from flowspark.runtime.errors import WORKER_TRACEBACK, StepError
-from flowspark.runtime.user_traceback import capture, render
+from flowspark.runtime.user_traceback import (
+    capture,
+    error_line,
+    render,
+    shown_path,
+    user_location,
+)
 
-__all__ = ["main", "load_flow", "locate_dataflow", "parse_pairs"]
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_PIPE",
+    "EXIT_USAGE",
+    "LoadError",
+    "OneLineParser",
+    "describe_load_error",
+    "load_flow",
+    "locate_dataflow",
+    "main",
+    "parse_pairs",
+]
+
+PROG = "flowspark.run"
+EXIT_FAILED = 1  # a step or a source failed, or Spark stopped the query
+EXIT_USAGE = 2  # a bad flow, spec or argument, found before Spark starts
+EXIT_PIPE = 32  # standard output was closed (EPIPE), as ``python -m json.tool`` exits
+EXIT_INTERRUPTED = 130  # Ctrl-C
+_VERBOSE_HINT = "(--verbose shows the whole traceback)"
+_QUERY_IDS = re.compile(r" \[id = [^\]]*\]")  # Spark's query and run ids: noise here
+
+
+class LoadError(SystemExit):
+    """A flow, spec or argument that cannot be used, found before Spark starts.
+
+    ``message`` is one line without the program's name; ``code`` (what an uncaught
+    ``SystemExit`` prints) is ``flowspark.run: message``. :func:`main` prints it
+    and exits 2; ``detail`` is the exception ``--verbose`` shows the traceback of.
+
+    >>> str(LoadError("no such file: flow.py"))
+    'flowspark.run: no such file: flow.py'
+    """
+
+    def __init__(self, message: str, detail: BaseException | None = None) -> None:
+        super().__init__(f"{PROG}: {message}")
+        self.message = message
+        self.detail = detail
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line, ``NAME: problem (see PROG
+    --help)``, exit 2, instead of a page of usage."""
+
+    def __init__(self, *args: Any, name: str = PROG, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.name = name
+
+    def error(self, message: str) -> NoReturn:
+        """Print the problem on one line and exit 2."""
+        self.exit(EXIT_USAGE, f"{self.name}: {message} (see {self.prog} --help)\n")
 
 
 def _load_module(target: str) -> Any:
     if target.endswith(".py") or os.sep in target:
         path = Path(target).resolve()
-        if not path.exists():
-            raise SystemExit(f"flowspark.run: no such file: {target}")
+        if not path.is_file():
+            raise LoadError(f"no such file: {target}")
         sys.path.insert(0, str(path.parent))
         spec = importlib.util.spec_from_file_location(path.stem, path)
         if spec is None or spec.loader is None:
-            raise SystemExit(f"flowspark.run: cannot import {target}")
+            raise LoadError(f"cannot import {target}")
         module = importlib.util.module_from_spec(spec)
         sys.modules[path.stem] = module
-        spec.loader.exec_module(module)
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(path.stem, None)  # half a module must not be found later
+            raise
         return module
     sys.path.insert(0, os.getcwd())
     try:
         return importlib.import_module(target)
     except ModuleNotFoundError as exc:
         if exc.name == target or (exc.name and target.startswith(exc.name + ".")):
-            raise SystemExit(f"flowspark.run: could not import module {target!r}") from None
+            raise LoadError(f"could not import module {target!r}") from None
         raise
 
 
+def _a(noun: str) -> str:
+    return f"an {noun}" if noun[:1].lower() in "aeiou" else f"a {noun}"
+
+
 def locate_dataflow(import_str: str) -> Any:
-    """Resolve ``module[:attr | :factory(args)]`` to a :class:`~flowspark.dataflow.Dataflow`."""
+    """Resolve ``module[:attr | :factory(args)]`` to a :class:`~flowspark.dataflow.Dataflow`.
+
+    A target that cannot be used raises :class:`LoadError`; what the user's module or
+    factory raises is raised as it is (:func:`describe_load_error` makes it one line).
+    """
     target, _, attr = import_str.partition(":")
     # A Windows-free world: "path/to/file.py:flow" splits on the last colon only.
     module = _load_module(target)
@@ -60,41 +138,86 @@ def locate_dataflow(import_str: str) -> Any:
     try:
         expr = ast.parse(attr, mode="eval").body
     except SyntaxError:
-        raise SystemExit(
-            f"flowspark.run: cannot parse {attr!r}: use NAME or NAME(literal args)"
-        ) from None
+        raise LoadError(f"cannot parse {attr!r}: use NAME or NAME(literal args)") from None
     if isinstance(expr, ast.Name):
         if not hasattr(module, expr.id):
-            raise SystemExit(f"flowspark.run: {target!r} has no attribute {expr.id!r}")
+            raise LoadError(f"{target!r} has no attribute {expr.id!r}")
         flow = getattr(module, expr.id)
     elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name):
         factory = getattr(module, expr.func.id, None)
         if not callable(factory):
-            raise SystemExit(f"flowspark.run: {target!r} has no function {expr.func.id!r}")
+            raise LoadError(f"{target!r} has no function {expr.func.id!r}")
         try:
             args = [ast.literal_eval(a) for a in expr.args]
             kwargs = {k.arg: ast.literal_eval(k.value) for k in expr.keywords if k.arg}
         except ValueError:
-            raise SystemExit(
-                f"flowspark.run: factory arguments in {attr!r} must be literals"
+            raise LoadError(
+                f"factory arguments in {attr!r} must be literals (numbers, strings, "
+                "lists, dicts, True/False/None)"
             ) from None
         flow = factory(*args, **kwargs)
     else:
-        raise SystemExit(f"flowspark.run: cannot understand {attr!r}: use NAME or NAME(args)")
+        raise LoadError(f"cannot understand {attr!r}: use NAME or NAME(args)")
     if not isinstance(flow, Dataflow):
-        raise SystemExit(
-            f"flowspark.run: {import_str!r} is a {type(flow).__name__}, not a Dataflow"
-        )
+        raise LoadError(f"{import_str!r} is {_a(type(flow).__name__)}, not a Dataflow")
     return flow
 
 
+def describe_load_error(exc: BaseException, prog: str = PROG) -> str:
+    """The one line to print for what :func:`load_flow` raised: a :class:`LoadError`'s
+    message, else (the user's module or factory raised) the file and line of the
+    user's frame that raised it and ``Type: message``.
+
+    >>> describe_load_error(LoadError("no such file: x.py"))
+    'flowspark.run: no such file: x.py'
+    >>> try:
+    ...     compile("flow = (", "flow.py", "exec")
+    ... except SyntaxError as exc:
+    ...     describe_load_error(exc, "flowspark.visualize")
+    "flowspark.visualize: flow.py:1: SyntaxError: '(' was never closed"
+    """
+    if isinstance(exc, LoadError):
+        return f"{prog}: {exc.message}"
+    where = user_location(exc)
+    at = f"{shown_path(where[0])}:{where[1]}: " if where else ""
+    return f"{prog}: {at}{error_line(exc)}"
+
+
+def _seconds_value(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0; got {text!r}")
+    return value
+
+
+def _count_value(text: str) -> int:
+    value = int(text) if text.strip().isdigit() else 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1; got {text!r}")
+    return value
+
+
+def _port_value(text: str) -> int:
+    value = int(text) if text.strip().isdigit() else -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number 0..65535; got {text!r}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="python -m flowspark.run",
-        description="Run a flowspark Dataflow on Apache Spark.",
+        description="Run a flowspark Dataflow on Apache Spark. Exit status: 0 done, "
+        "1 a step, a source or Spark failed, 2 a bad flow, spec or argument, 32 standard "
+        "output closed, 130 Ctrl-C.",
     )
     p.add_argument(
-        "import_str", help="module[:flow] or module:factory(args) or path/file.py[:flow]"
+        "import_str",
+        metavar="IMPORT_STR",
+        help="module[:flow] or module:factory(args) or path/file.py[:flow] or pipeline.yaml",
     )
     p.add_argument(
         "--master",
@@ -124,7 +247,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--trigger-interval",
-        type=float,
+        type=_seconds_value,
         default=None,
         metavar="SECONDS",
         help="start a micro-batch every SECONDS (default: as soon as the last one ends)",
@@ -132,7 +255,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-s",
         "--snapshot-interval",
-        type=float,
+        type=_seconds_value,
         default=None,
         metavar="SECONDS",
         help="bytewax's epoch interval; 0 makes every source batch its own micro-batch",
@@ -145,20 +268,24 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--max-batch-items",
-        type=int,
+        type=_count_value,
         default=None,
         metavar="N",
         help="read at most N items per input into one micro-batch (default: all available)",
     )
     p.add_argument(
         "--parallelism",
-        type=int,
+        type=_count_value,
         default=None,
         metavar="N",
         help="partitions per micro-batch (default: $FLOWSPARK_PARALLELISM, else the "
         "master's cores: local[N]'s N, a cluster's executor cores)",
     )
-    p.add_argument("--verbose", action="store_true", help="show Spark's own log on stderr")
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show Spark's own log on stderr, and the whole traceback of an error",
+    )
     watch = p.add_argument_group("watching a run (all on stderr or the network, never stdout)")
     watch.add_argument(
         "--progress",
@@ -176,7 +303,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     watch.add_argument(
         "--metrics-port",
-        type=int,
+        type=_port_value,
         default=None,
         metavar="PORT",
         help="serve Prometheus metrics at http://HOST:PORT/metrics during the run "
@@ -203,7 +330,10 @@ def _parser() -> argparse.ArgumentParser:
         "--http-host", default=None, help="HTTP sources' address (env FLOWSPARK_HTTP_HOST)"
     )
     numaflow.add_argument(
-        "--http-port", type=int, default=None, help="HTTP sources' port (env FLOWSPARK_HTTP_PORT)"
+        "--http-port",
+        type=_port_value,
+        default=None,
+        help="HTTP sources' port (env FLOWSPARK_HTTP_PORT)",
     )
     numaflow.add_argument("--http-cert", default=None, help="TLS certificate file (PEM)")
     numaflow.add_argument("--http-key", default=None, help="TLS private key file (PEM)")
@@ -221,12 +351,12 @@ def add_pipeline_options(group: Any, udf_help: str, secret_help: str) -> None:
 
 def parse_pairs(values: Sequence[str], flag: str) -> dict[str, str]:
     """``NAME=VALUE`` flags (``--udf``, ``--secret``) as a dict; a malformed one raises
-    ``SystemExit`` with one line."""
+    :class:`LoadError` (a ``SystemExit``) with one line."""
     pairs = {}
     for value in values:
         name, sep, rest = value.partition("=")
         if not sep or not name or not rest:
-            raise SystemExit(f"flowspark.run: {flag} takes NAME=VALUE; got {value!r}")
+            raise LoadError(f"{flag} takes NAME=VALUE; got {value!r}")
         pairs[name] = rest
     return pairs
 
@@ -246,7 +376,9 @@ def load_flow(
     ``.yaml``/``.yml`` Numaflow Pipeline (its ``udfs``/``secrets`` as ``--udf``/
     ``--secret`` give them, the HTTP source's journal under ``recovery_directory``,
     its address and TLS files), else what :func:`locate_dataflow` resolves. A target
-    that cannot be used raises ``SystemExit`` with one line (``flowspark.run: ...``).
+    that cannot be used raises :class:`LoadError` (a ``SystemExit``) with one line
+    (``flowspark.run: ...``); what the user's code raises while it is imported is
+    raised as it is.
     """
     if target.endswith((".yaml", ".yml")):
         return _load_pipeline(
@@ -260,7 +392,7 @@ def load_flow(
             keyfile=http_key,
         )
     if udfs or secrets:
-        raise SystemExit("flowspark.run: --udf and --secret apply to pipeline YAML files")
+        raise LoadError("--udf and --secret apply to pipeline YAML files")
     return locate_dataflow(target)
 
 
@@ -274,7 +406,7 @@ def _load_pipeline(
     from flowspark.pipeline import PipelineSpecError, load  # noqa: PLC0415 pipeline (PyYAML): YAML files only
 
     if not Path(target).is_file():
-        raise SystemExit(f"flowspark.run: no such file: {target}")
+        raise LoadError(f"no such file: {target}")
     state_dir = None
     if recovery_directory:
         from flowspark.engine.query import recovery_location  # noqa: PLC0415 engine: only to run a flow
@@ -282,7 +414,7 @@ def _load_pipeline(
         try:
             state_dir = recovery_location(recovery_directory).child("numaflow-http").uri
         except ValueError as exc:
-            raise SystemExit(f"flowspark.run: {exc}") from None
+            raise LoadError(f"--recovery-directory: {exc}") from None
     try:
         return load(
             target,
@@ -292,9 +424,23 @@ def _load_pipeline(
             **http,
         )
     except FileNotFoundError:
-        raise SystemExit(f"flowspark.run: no such file: {target}") from None
+        raise LoadError(f"no such file: {target}") from None
     except PipelineSpecError as exc:
-        raise SystemExit(f"flowspark.run: {target}: {exc}") from None
+        raise LoadError(_spec_problem(target, exc), exc.__cause__) from None
+
+
+def _spec_problem(target: str, exc: BaseException) -> str:
+    """A pipeline's error as ``FILE: problem``, the file said once; a UDF script that
+    failed on import gets the file and line of the user's frame that raised."""
+    text = str(exc)
+    if not any(text.startswith(f"{name}: ") for name in (target, str(Path(target)))):
+        text = f"{target}: {text}"
+    cause = exc.__cause__
+    if cause is not None and not isinstance(cause, SyntaxError):  # its text has them
+        where = user_location(cause)
+        if where is not None:
+            text += f" (at {shown_path(where[0])}:{where[1]})"
+    return text
 
 
 def _check_watching(args: argparse.Namespace) -> None:
@@ -303,17 +449,15 @@ def _check_watching(args: argparse.Namespace) -> None:
     if args.progress_json is not None:
         folder = Path(args.progress_json).absolute().parent
         if not folder.is_dir():
-            raise SystemExit(f"flowspark.run: --progress-json: no such directory: {folder}")
+            raise LoadError(f"--progress-json: no such directory: {folder}")
     port = args.metrics_port
     if port is None:
         return
-    if not 0 <= port <= 65535:
-        raise SystemExit(f"flowspark.run: --metrics-port must be 0..65535; got {port}")
     try:
         import prometheus_client  # noqa: F401, PLC0415 optional: metrics extra
     except ImportError:
-        raise SystemExit(
-            "flowspark.run: --metrics-port needs prometheus_client (pip install prometheus_client)"
+        raise LoadError(
+            "--metrics-port needs prometheus_client (pip install prometheus_client)"
         ) from None
     try:  # the common failure (the port is taken), said in one line
         family, kind, proto, _, address = socket.getaddrinfo(
@@ -322,9 +466,8 @@ def _check_watching(args: argparse.Namespace) -> None:
         with socket.socket(family, kind, proto) as probe:
             probe.bind(address)
     except OSError as exc:
-        raise SystemExit(
-            f"flowspark.run: --metrics-port: cannot listen on {args.metrics_host}:{port}: "
-            f"{exc.strerror or exc}"
+        raise LoadError(
+            f"--metrics-port: cannot listen on {args.metrics_host}:{port}: {exc.strerror or exc}"
         ) from None
 
 
@@ -335,7 +478,7 @@ def _check_parallelism(args: argparse.Namespace) -> None:
     try:
         wanted_parallelism(args.parallelism)
     except ValueError as exc:
-        raise SystemExit(f"flowspark.run: --parallelism: {exc}") from None
+        raise LoadError(f"--parallelism: {exc}") from None
 
 
 def _show_ui(args: argparse.Namespace) -> None:
@@ -366,10 +509,43 @@ def _user_traceback(error: BaseException) -> str:
     return render(parts) if any(part.frames for part in parts) else ""
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the process exit code."""
-    args = _parser().parse_args(argv)
-    flow = load_flow(
+def _innermost(shown: str) -> list[str]:
+    """The last ``File "...", line N, in F`` line of a rendered traceback and its
+    source line (none if it has no frame)."""
+    lines = shown.splitlines()
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].startswith('  File "'):
+            follows = lines[i + 1] if i + 1 < len(lines) else ""
+            return [lines[i], follows] if follows.startswith("    ") else [lines[i]]
+    return []
+
+
+def _step_message(exc: BaseException) -> str:
+    """The one line naming the step: ``str()`` of a :class:`StepError`, else the note
+    flowspark put on an error it could not wrap (see :mod:`flowspark.runtime.errors`)."""
+    if isinstance(exc, StepError):
+        return str(exc)
+    for note in getattr(exc, "__notes__", None) or []:
+        if isinstance(note, str) and not note.startswith(WORKER_TRACEBACK):
+            return note
+    return f"step {getattr(exc, 'step_id', '?')!r} failed: {error_line(exc)}"
+
+
+def _report_step_error(exc: BaseException, verbose: bool) -> None:
+    """A failing step: the user's innermost frame (``--verbose``: the user's whole
+    traceback), then one line naming the step, the item and the error."""
+    origin = exc.__cause__ if isinstance(exc, StepError) and exc.__cause__ else exc
+    if shown := _user_traceback(origin):
+        lines = shown.splitlines() if verbose else _innermost(shown)
+        if lines:
+            print("\n".join(lines), file=sys.stderr)
+    print(f"flowspark: {_step_message(exc)}", file=sys.stderr)
+
+
+def _load(args: argparse.Namespace) -> Any:
+    _check_watching(args)
+    _check_parallelism(args)
+    return load_flow(
         args.import_str,
         args.udf,
         args.secret,
@@ -379,13 +555,24 @@ def main(argv: list[str] | None = None) -> int:
         http_cert=args.http_cert,
         http_key=args.http_key,
     )
-    from flowspark.engine.errors import FlowRunError, RecoveryDirectoryError  # noqa: PLC0415 engine: only to run a flow
-    from flowspark.engine.query import RunConfig, run_flow  # noqa: PLC0415 engine: only to run a flow
+
+
+def _report_load_error(exc: BaseException, verbose: bool) -> int:
+    """One line naming the file and line (``--verbose``: the traceback first); exit 2."""
+    detail = exc.detail if isinstance(exc, LoadError) else exc
+    if verbose and detail is not None:
+        traceback.print_exception(detail)
+    print(describe_load_error(exc), file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _run_config(args: argparse.Namespace) -> Any:
+    from flowspark.engine.query import RunConfig  # noqa: PLC0415 engine: only to run a flow
 
     def seconds(value: float | None) -> timedelta | None:
         return None if value is None else timedelta(seconds=value)
 
-    config = RunConfig(
+    return RunConfig(
         bounded=args.bounded,
         recovery_dir=args.recovery_directory,
         epoch_interval=seconds(args.snapshot_interval),
@@ -401,37 +588,68 @@ def main(argv: list[str] | None = None) -> int:
         parallelism=args.parallelism,
         recovery_shared=args.shared_recovery,
     )
-    _check_watching(args)
-    _check_parallelism(args)
+
+
+def _report_run_error(exc: Exception, verbose: bool) -> int:
+    """What a failed run prints, and its exit status (see the module doc)."""
+    from flowspark.engine.errors import FlowRunError, RecoveryDirectoryError  # noqa: PLC0415 engine: only to run a flow
+
+    if stdout_closed():  # | head has read what it wanted (a socket's EPIPE is an error)
+        silence_stdout()
+        return EXIT_PIPE
+    if isinstance(exc, RecoveryDirectoryError):  # held by another run, or does not add up
+        print(f"flowspark: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if isinstance(exc, StepError) or getattr(exc, "step_id", None) is not None:
+        _report_step_error(exc, verbose)
+        return EXIT_FAILED
+    if isinstance(exc, (ValueError, TypeError)):  # the flow, refused before it ran
+        if verbose:
+            traceback.print_exception(exc)
+        print(f"flowspark: {error_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    if isinstance(exc, FlowRunError):
+        lines = str(exc).splitlines() or [type(exc).__name__]
+        if not verbose and len(lines) > 3:  # Spark's summary: its first line says it
+            first = _QUERY_IDS.sub("", lines[0]).rstrip()
+            lines = [first, "(--verbose shows all of Spark's message and its log)"]
+        lines[0] = f"flowspark: {lines[0]}"
+        print("\n".join(lines), file=sys.stderr)
+        return EXIT_FAILED
+    if verbose:
+        traceback.print_exception(exc)
+    print(f"flowspark: {error_line(exc)}", file=sys.stderr)
+    if not verbose and not isinstance(exc, (OSError, LookupError)):
+        print(_VERBOSE_HINT, file=sys.stderr)
+    return EXIT_FAILED
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the process exit status: 0 done, 1 a step, a source or
+    Spark failed, 2 a bad flow, spec or argument, 32 standard output closed, 130
+    Ctrl-C (see the module doc)."""
+    args = _parser().parse_args(argv)  # bad flags: one line, exit 2
+    try:
+        flow = _load(args)
+    except KeyboardInterrupt:
+        print("flowspark: stopped (Ctrl-C)", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (LoadError, Exception) as exc:  # the user's module or factory raised
+        return _report_load_error(exc, args.verbose)
+    from flowspark.engine.query import run_flow  # noqa: PLC0415 engine: only to run a flow
+
     try:
         if args.ui:
             _show_ui(args)
-        run_flow(flow, config)
+        run_flow(flow, _run_config(args))
     except KeyboardInterrupt:
         print("flowspark: stopped (Ctrl-C)", file=sys.stderr)
-        return 130
-    except RecoveryDirectoryError as exc:  # held by another run, or does not add up
-        print(f"flowspark: {exc}", file=sys.stderr)
-        return 2
-    except StepError as exc:
-        if shown := _user_traceback(exc.__cause__ or exc):
-            print(shown, file=sys.stderr)
-        print(f"flowspark: {exc}", file=sys.stderr)
-        return 1
-    except (ValueError, TypeError) as exc:
-        if getattr(exc, "step_id", None) is not None:  # a step's error, kept as is
-            if shown := _user_traceback(exc):
-                print(shown, file=sys.stderr)
-            for note in getattr(exc, "__notes__", None) or []:
-                if isinstance(note, str) and not note.startswith(WORKER_TRACEBACK):
-                    print(f"flowspark: {note}", file=sys.stderr)
-            return 1
-        print(f"flowspark: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 2
-    except FlowRunError as exc:
-        print(f"flowspark: {exc}", file=sys.stderr)
-        return 1
-    except (OSError, LookupError) as exc:  # an input or output that cannot be reached
-        print(f"flowspark: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        return _report_run_error(exc, args.verbose)
+    try:
+        sys.stdout.flush()  # a closed pipe fails here, quietly, not at exit
+    except BrokenPipeError:
+        silence_stdout()
+        return EXIT_PIPE
     return 0

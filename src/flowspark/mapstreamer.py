@@ -1,12 +1,8 @@
 """pynumaflow 0.14's ``pynumaflow.mapstreamer`` on flowspark (swap the import prefix).
 
 >>> from datetime import datetime, timezone
->>> datum = Datum(
-...     keys=["k"],
-...     value=b"a,b",
-...     event_time=datetime.fromtimestamp(1662998400, timezone.utc),
-...     watermark=datetime.fromtimestamp(1662998460, timezone.utc),
-... )
+>>> now = datetime.fromtimestamp(1662998400, timezone.utc)
+>>> datum = Datum(keys=["k"], value=b"a,b", event_time=now, watermark=now)
 >>> Messages(*(Message(part, keys=datum.keys) for part in datum.value.split(b",")))
 [Message(value=b'a', keys=['k'], tags=[]), Message(value=b'b', keys=['k'], tags=[])]
 >>> Message.to_drop().tags == [DROP]

@@ -4,9 +4,9 @@ Every event that got a 200 must reach the file sink exactly once after the
 restart on the same recovery directory; events that got anything else (a reset
 connection when the run died) may or may not arrive, but never twice.
 
-The pipeline is ``http -> map-cat (builtin cat) -> sink``, its YAML loaded by a
-Python flow module that swaps the log sink for a ``FileOutput`` (``load(...,
-outputs=...)``) and keeps the HTTP journals next to the recovery directory.
+The pipeline is Numaflow's ``2-http-pipeline.yaml`` (``http -> map-cat (builtin cat) ->
+log sink``), loaded by a Python flow module that swaps the log sink for a ``FileOutput``
+(``load(..., outputs=...)``) and keeps the HTTP journals next to the recovery directory.
 """
 
 from __future__ import annotations
@@ -26,29 +26,7 @@ import pytest
 
 from tests.http_clients import free_port, post, wait_healthy
 
-PIPELINE = """
-apiVersion: numaflow.numaproj.io/v1alpha1
-kind: Pipeline
-metadata:
-  name: http-pipeline
-spec:
-  vertices:
-    - name: in
-      source:
-        http: {}
-    - name: cat
-      udf:
-        container:
-          image: quay.io/numaio/numaflow-go/map-cat:stable
-    - name: out
-      sink:
-        log: {}
-  edges:
-    - from: in
-      to: cat
-    - from: cat
-      to: out
-"""
+PIPELINE = Path(__file__).parents[1] / "data" / "numaflow" / "2-http-pipeline.yaml"
 
 FLOW = """
 from flowspark.connectors.files import FileOutput
@@ -120,7 +98,7 @@ def test_sigkill_under_http_load_then_restart_keeps_every_acknowledged_event_onc
     recovery = tmp_path / "recovery"
     flow_file = tmp_path / "httpflow.py"
     journals = str(tmp_path / "journals")
-    flow_file.write_text(FLOW.format(pipeline=PIPELINE, journals=journals, out=str(out)))
+    flow_file.write_text(FLOW.format(pipeline=str(PIPELINE), journals=journals, out=str(out)))
     port = free_port()
 
     stderr = tmp_path / "stderr.txt"

@@ -4,6 +4,7 @@ step; restart it: every item of every input exactly once, in order per source.""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -56,10 +57,24 @@ def test_sigkill_with_inputs_of_different_lengths_then_restart_gives_each_item_o
     recovery = tmp_path / "recovery"
     expected = _expected()
 
+    progress = tmp_path / "progress.jsonl"
     lines = kill_mid_run_then_restart(
-        flow_file, recovery, out, kill_after_lines, len(expected), "--max-batch-items", "100"
+        flow_file,
+        recovery,
+        out,
+        kill_after_lines,
+        len(expected),
+        "--max-batch-items",
+        "100",
+        "--progress-json",
+        str(progress),
     )
     assert sorted(lines) == sorted(expected)
+    # The restart's micro-batches (the file is started afresh by each run): at most
+    # 100 items of each input in any of them, the replayed one included.
+    batches = [json.loads(line) for line in progress.read_text().splitlines()]
+    read = [b["steps"].get(s, {}).get("out", 0) for b in batches for s in ("live", "file")]
+    assert batches and max(read) <= 100
     for key in SOURCES:  # each source's items in its order
         assert [x for x in lines if x.split()[0] == key] == [
             x for x in expected if x.split()[0] == key

@@ -83,6 +83,13 @@ def run(cmd: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
 
 
+def run_to_the_end(flow: Path, rec: Path, out: Path, expected: list[str]) -> None:
+    """A run on ``rec`` ends well, ``out`` holding every expected line once."""
+    done = run(cli(flow, rec))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert output_lines(out) == expected
+
+
 @pytest.mark.slow
 def test_a_second_run_on_the_directory_fails_at_once_and_the_first_writes_everything(
     tmp_path: Path,
@@ -117,10 +124,7 @@ def test_the_lock_of_a_killed_run_is_taken_over_and_every_line_written_once(tmp_
     killed = kill_mid_run(cli(flow, rec), out, 3000, len(expected))
     # The lock file still names the killed run; the kernel dropped its flock.
     assert json.loads((rec / "flowspark.lock").read_text())["pid"] == killed
-
-    again = run(cli(flow, rec))
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert output_lines(out) == expected
+    run_to_the_end(flow, rec, out, expected)
 
 
 @pytest.mark.slow
@@ -144,9 +148,7 @@ def test_a_lost_sink_snapshot_is_refused_and_the_output_left_as_it_was(tmp_path:
     assert out.read_bytes() == before
 
     snapshot.write_bytes(kept)  # restored: the run goes on where it stopped
-    again = run(cli(flow, rec))
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert output_lines(out) == expected
+    run_to_the_end(flow, rec, out, expected)
 
 
 @pytest.mark.slow
@@ -155,11 +157,7 @@ def test_a_fresh_directory_starts_fresh(tmp_path: Path):
     out.write_text("left over from an earlier flow\n")
     rec = tmp_path / "new" / "rec"  # not there yet
 
-    fresh = run(cli(flow, rec))
-    assert fresh.returncode == 0, fresh.stderr[-3000:]
-    assert output_lines(out) == expected  # started over, as bytewax's FileOutput does
+    run_to_the_end(flow, rec, out, expected)  # started over, as bytewax's FileOutput does
     assert (rec / "flowspark.lock").read_text() == ""  # released at the end
 
-    rerun = run(cli(flow, rec))  # nothing new to read: nothing written
-    assert rerun.returncode == 0, rerun.stderr[-3000:]
-    assert output_lines(out) == expected
+    run_to_the_end(flow, rec, out, expected)  # nothing new to read: nothing written

@@ -7,14 +7,11 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from collections import Counter, defaultdict
 from datetime import timedelta
 
-from flowspark.dataflow import Dataflow
 from flowspark.engine.observe import BatchProgress
 from flowspark.engine.query import RunConfig, run_flow
-from flowspark.testing import TestingInput, TestingOutput
-from tests.spark.test_numaflow import StreamSorter, two_sources
+from tests.spark.test_numaflow import check_sorted_once, sorter_flow, two_sources
 
 HOST_MODULE = "flowspark.runtime.numaflow.handler_host"
 
@@ -43,29 +40,15 @@ class Figures:
 
 def _sorted_run(figures: Figures, n: int = 60) -> tuple[list, list]:
     one, two = two_sources(n=n, seed=11)
-    flow = Dataflow()
-    a = flow.input("http-one", TestingInput(one, batch_size=4))
-    b = flow.input("http-two", TestingInput(two, batch_size=4))
-    out: list = []
-    a.merge(b).accumulate(
-        "accum", StreamSorter, timeout=timedelta(seconds=10), watermark_delay=timedelta(seconds=3)
-    ).output("sink", TestingOutput(out))
+    flow, out = sorter_flow(one, two, batch_size=4)
     run_flow(flow, RunConfig(epoch_interval=timedelta(0), listeners=[figures]))
     return one + two, out
-
-
-def _check_sorted_once(sent: list, out: list) -> None:
-    assert Counter(d.id for d in out) == Counter(d.id for d in sent)  # once each
-    by_key = defaultdict(list)
-    for d in out:
-        by_key[d.keys[0]].append(d.event_time)
-    assert all(times == sorted(times) for times in by_key.values())
 
 
 def test_handlers_stay_in_their_hosts_for_the_whole_run():
     figures = Figures()
     sent, out = _sorted_run(figures)
-    _check_sorted_once(sent, out)
+    check_sorted_once(sent, out)
     seen = [f for f in figures.batches if f]
     assert len(seen) >= 10, figures.batches  # many micro-batches reported figures
     assert all(f["rebuilds"] == 0 for f in seen), seen
@@ -81,7 +64,7 @@ def test_a_killed_host_loses_nothing_and_puts_nothing_twice():
     figures = Figures(kill_at=8)
     sent, out = _sorted_run(figures)
     assert figures.killed, "no handler host was running at batch 8"
-    _check_sorted_once(sent, out)
+    check_sorted_once(sent, out)
     after = [f for f in figures.batches[8:] if f]
     assert after and max(f["rebuilds"] for f in after) >= 1  # rebuilt from the WAL
     assert _host_pids() == set()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -49,6 +50,25 @@ def _bounded(flow: Dataflow, recovery: Path | None = None, **config) -> None:
     run_flow(
         flow, RunConfig(bounded=True, recovery_dir=str(recovery) if recovery else None, **config)
     )
+
+
+def _two_runs(
+    url: str, inp: Callable[[], JetStreamInput], recovery: Path, later: tuple[str, bytes, None]
+) -> tuple[list, list]:
+    """What a bounded run of ``inp() -> out`` on ``recovery`` reads, and what the next one
+    reads after ``later`` was published."""
+
+    def run() -> list:
+        out: list = []
+        flow = Dataflow()
+        flow.input("in", inp())
+        flow.output("out", TestingOutput(out))
+        _bounded(flow, recovery)
+        return out
+
+    first = run()
+    publish(url, (later,))
+    return first, run()
 
 
 def test_keyed_window_from_a_stream_to_a_stream_paused_and_resumed(nats, tmp_path):
@@ -122,21 +142,9 @@ def test_start_new_reads_only_what_arrives_after_the_first_start(nats, tmp_path)
     stream_in, _ = _fresh_streams(nats.url)
     prefix = stream_in.lower()
     publish(nats.url, ((f"{prefix}.old", b"old", None),))
-    recovery = tmp_path / "recovery"
-
-    def build(out: list) -> Dataflow:
-        flow = Dataflow()
-        flow.input("in", JetStreamInput(nats.url, stream_in, start="new", items="value"))
-        flow.output("out", TestingOutput(out))
-        return flow
-
-    first: list = []
-    _bounded(build(first), recovery)
-    assert first == []
-    publish(nats.url, ((f"{prefix}.new", b"new", None),))
-    second: list = []
-    _bounded(build(second), recovery)
-    assert second == [b"new"]
+    inp = lambda: JetStreamInput(nats.url, stream_in, start="new", items="value")
+    later = (f"{prefix}.new", b"new", None)
+    assert _two_runs(nats.url, inp, tmp_path / "recovery", later) == ([], [b"new"])
 
 
 def test_start_at_a_time_and_message_fields(nats):
@@ -340,21 +348,9 @@ def test_the_cli_reports_a_missing_stream_or_server_in_one_line(nats, tmp_path):
 
 def test_an_empty_stream_reads_nothing_and_a_later_run_reads_what_came(nats, tmp_path):
     stream_in, _ = _fresh_streams(nats.url)
-    recovery = tmp_path / "recovery"
-
-    def build(out: list) -> Dataflow:
-        flow = Dataflow()
-        flow.input("in", JetStreamInput(nats.url, stream_in, items="value"))
-        flow.output("out", TestingOutput(out))
-        return flow
-
-    first: list = []
-    _bounded(build(first), recovery)
-    assert first == []
-    publish(nats.url, ((f"{stream_in.lower()}.x", b"later", None),))
-    second: list = []
-    _bounded(build(second), recovery)
-    assert second == [b"later"]
+    inp = lambda: JetStreamInput(nats.url, stream_in, items="value")
+    later = (f"{stream_in.lower()}.x", b"later", None)
+    assert _two_runs(nats.url, inp, tmp_path / "recovery", later) == ([], [b"later"])
 
 
 def test_the_progress_of_a_run_carries_the_streams_backlog(nats, tmp_path):
@@ -370,6 +366,20 @@ def test_the_progress_of_a_run_carries_the_streams_backlog(nats, tmp_path):
     backlogs = [line["steps"]["in"].get("backlog") for line in lines if "in" in line["steps"]]
     assert len(out) == 3000
     assert backlogs == [2000, 1000, 0]
+
+
+def test_max_batch_items_reads_at_most_that_many_messages_per_micro_batch(nats, tmp_path):
+    stream_in, _ = _fresh_streams(nats.url)
+    publish(nats.url, ((f"{stream_in.lower()}.x", b"%d" % i, None) for i in range(1050)))
+    flow = Dataflow()
+    flow.input("in", JetStreamInput(nats.url, stream_in, items="value"))
+    out: list = []
+    flow.output("out", TestingOutput(out))
+    log = tmp_path / "progress.jsonl"
+    _bounded(flow, tmp_path / "recovery", progress_json=str(log), max_batch_items=300)
+    read = [json.loads(line)["steps"]["in"]["out"] for line in log.read_text().splitlines()]
+    assert read == [300, 300, 300, 150]
+    assert out == [b"%d" % i for i in range(1050)]
 
 
 def test_a_broker_that_stays_away_fails_the_write_with_one_line_naming_it(tmp_path):

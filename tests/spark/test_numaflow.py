@@ -10,18 +10,18 @@ from __future__ import annotations
 import os
 import random
 from collections import Counter, defaultdict
-from collections.abc import AsyncIterable
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from bench.udfs.spec_handlers import stream_sorter
+from flowspark import accumulator
 from flowspark.accumulator import Accumulator, Datum, Message
 from flowspark.dataflow import Dataflow
 from flowspark.mapstreamer import Message as MapMessage
 from flowspark.reducestreamer import Message as ReduceMessage
 from flowspark.runtime.errors import StepError
 from flowspark.runtime.numaflow.keyed import REBUILD_ENV
-from flowspark.shared.asynciter import NonBlockingIterator
 from flowspark.testing import TestingInput, TestingOutput, run_main
 from flowspark.window import SlidingWindow, TumblingWindow
 from tests.pynumaflow_pages import FlatMapStream, ReduceCounter, map_stream_handler, reduce_handler
@@ -35,40 +35,9 @@ def datum(key: str, seconds: float, value: bytes, id_: str = "") -> Datum:
     return Datum(keys=[key], value=value, event_time=at, watermark=T0, id_=id_)
 
 
-# -- the accumulator page's StreamSorter (its loop variable fixed: `async for datum`) --
-
-
-class StreamSorter(Accumulator):
-    def __init__(self):
-        self.latest_wm = datetime.fromtimestamp(-1)
-        self.sorted_buffer: list[Datum] = []
-
-    async def handler(self, datums: AsyncIterable[Datum], output: NonBlockingIterator):
-        async for datum in datums:
-            if datum.watermark and datum.watermark > self.latest_wm:
-                self.latest_wm = datum.watermark
-                await self.flush_buffer(output)
-            self.insert_sorted(datum)
-        await self.flush_buffer(output, flush_all=True)
-
-    def insert_sorted(self, datum: Datum):
-        left, right = 0, len(self.sorted_buffer)
-        while left < right:
-            mid = (left + right) // 2
-            if self.sorted_buffer[mid].event_time > datum.event_time:
-                right = mid
-            else:
-                left = mid + 1
-        self.sorted_buffer.insert(left, datum)
-
-    async def flush_buffer(self, output: NonBlockingIterator, flush_all: bool = False):
-        i = 0
-        for datum in self.sorted_buffer:
-            if not flush_all and datum.event_time > self.latest_wm:
-                break
-            await output.put(Message.from_datum(datum))
-            i += 1
-        self.sorted_buffer = self.sorted_buffer[i:]
+# The accumulator page's StreamSorter (its loop variable fixed: `async for datum`), flushing
+# what is left when its stream ends.
+StreamSorter = stream_sorter(accumulator)
 
 
 def two_sources(n: int = 40, seed: int = 7) -> tuple[list[Datum], list[Datum]]:
@@ -84,14 +53,31 @@ def two_sources(n: int = 40, seed: int = 7) -> tuple[list[Datum], list[Datum]]:
     return one, two
 
 
-def run_sorter(one: list[Datum], two: list[Datum]) -> list:
+def sorter_flow(one: list[Datum], two: list[Datum], batch_size: int) -> tuple[Dataflow, list]:
+    """Both sources' datums, merged, through step ``accum`` (the StreamSorter); and the
+    list its output collects."""
     flow = Dataflow()
-    a = flow.input("http-one", TestingInput(one, batch_size=8))
-    b = flow.input("http-two", TestingInput(two, batch_size=8))
+    a = flow.input("http-one", TestingInput(one, batch_size=batch_size))
+    b = flow.input("http-two", TestingInput(two, batch_size=batch_size))
     out: list = []
     a.merge(b).accumulate(
         "accum", StreamSorter, timeout=timedelta(seconds=10), watermark_delay=timedelta(seconds=3)
     ).output("sink", TestingOutput(out))
+    return flow, out
+
+
+def check_sorted_once(sent: list[Datum], out: list[Datum]) -> None:
+    """Each datum sent came out once, in event-time order per key."""
+    assert Counter(d.id for d in out) == Counter(d.id for d in sent)
+    by_key = defaultdict(list)
+    for d in out:
+        by_key[d.keys[0]].append(d.event_time)
+    for key, times in by_key.items():
+        assert times == sorted(times), f"key {key} out of order"
+
+
+def run_sorter(one: list[Datum], two: list[Datum]) -> list:
+    flow, out = sorter_flow(one, two, batch_size=8)
     run_main(flow, epoch_interval=PER_BATCH)
     return out
 
@@ -99,12 +85,7 @@ def run_sorter(one: list[Datum], two: list[Datum]) -> list:
 def test_stream_sorter_joins_two_sources_in_event_time_order_per_key():
     one, two = two_sources()
     out = run_sorter(one, two)
-    assert Counter(d.id for d in out) == Counter(d.id for d in one + two)
-    by_key = defaultdict(list)
-    for d in out:
-        by_key[d.keys[0]].append(d.event_time)
-    for key, times in by_key.items():
-        assert times == sorted(times), f"key {key} out of order"
+    check_sorted_once(one + two, out)
     # Message.from_datum carries the datum's value, keys and times through.
     sent = {d.id: d for d in one + two}
     for d in out:

@@ -11,13 +11,14 @@ import pytest
 
 pynumaflow = pytest.importorskip("pynumaflow", reason="pynumaflow is a test extra")
 
-from pynumaflow.accumulator import Accumulator, Datum, Message  # noqa: E402
+from pynumaflow import accumulator  # noqa: E402
 from pynumaflow.mapstreamer import MapStreamer  # noqa: E402
 from pynumaflow.mapstreamer import Message as MapMessage  # noqa: E402
 from pynumaflow.reducestreamer import Message as ReduceMessage  # noqa: E402
 from pynumaflow.reducestreamer import Metadata, ReduceStreamer  # noqa: E402
 from pynumaflow.shared.asynciter import NonBlockingIterator  # noqa: E402
 
+from bench.udfs.spec_handlers import stream_sorter  # noqa: E402
 from flowspark.accumulator import Datum as FlowDatum  # noqa: E402
 from flowspark.dataflow import Dataflow  # noqa: E402
 from flowspark.testing import TestingInput, TestingOutput, run_main  # noqa: E402
@@ -25,25 +26,7 @@ from flowspark.testing import TestingInput, TestingOutput, run_main  # noqa: E40
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 
-class StreamSorter(Accumulator):
-    def __init__(self):
-        self.latest_wm = datetime.fromtimestamp(-1)
-        self.sorted_buffer: list[Datum] = []
-
-    async def handler(self, datums: AsyncIterable[Datum], output: NonBlockingIterator):
-        async for datum in datums:
-            if datum.watermark and datum.watermark > self.latest_wm:
-                self.latest_wm = datum.watermark
-                await self.flush_buffer(output)
-            self.sorted_buffer.append(datum)
-            self.sorted_buffer.sort(key=lambda d: d.event_time)
-        await self.flush_buffer(output, flush_all=True)
-
-    async def flush_buffer(self, output: NonBlockingIterator, flush_all: bool = False):
-        while self.sorted_buffer and (
-            flush_all or self.sorted_buffer[0].event_time <= self.latest_wm
-        ):
-            await output.put(Message.from_datum(self.sorted_buffer.pop(0)))
+StreamSorter = stream_sorter(accumulator)
 
 
 class ReduceCounter(ReduceStreamer):

@@ -3,17 +3,14 @@ run, and the run's report is built from what they see."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
 from flowspark.dataflow import Dataflow
 from flowspark.engine.observe import BatchProgress
 from flowspark.engine.query import RunConfig, run_flow
-from flowspark.testing import TestingInput, TestingOutput
-from flowspark.window import EventClockConfig, TumblingWindow
-
-T0 = datetime(2024, 1, 1, tzinfo=UTC)
+from tests.hourly_counts import hourly_counts
 
 
 class Collector:
@@ -28,17 +25,8 @@ def _flow(out: list, late: list, batch_size: int) -> Dataflow:
     # Hours 0..9 in order, then hour 1 again: late once the watermark passed 5 h. (The
     # event clock's watermark also moves with system time between micro-batches:
     # hours keep that drift from closing a window early.)
-    seconds = [*range(10), 1]
-    flow = Dataflow()
-    s = flow.input("inp", TestingInput([("k", t) for t in seconds], batch_size=batch_size))
-    clock = EventClockConfig(
-        lambda t: T0 + timedelta(hours=t), wait_for_system_duration=timedelta(0)
-    )
-    windows = TumblingWindow(length=timedelta(hours=5), align_to=T0)
-    counted = s.fold_window("count", clock, windows, lambda: 0, lambda n, _: n + 1)
-    counted.output("out", TestingOutput(out))
-    counted.late.output("late", TestingOutput(late))
-    return flow
+    items = [("k", t) for t in [*range(10), 1]]
+    return hourly_counts("flow", items, batch_size, out, late)
 
 
 @pytest.mark.parametrize(

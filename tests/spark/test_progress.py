@@ -11,7 +11,6 @@ import re
 import subprocess
 import sys
 import textwrap
-import threading
 import urllib.error
 import urllib.request
 from datetime import timedelta
@@ -25,29 +24,17 @@ from flowspark.engine.progress import PrometheusMetrics, watched_steps
 from flowspark.engine.query import RunConfig, run_flow
 from flowspark.plan.graph import build_plan
 from tests.http_clients import free_port, scrape_metrics
+from tests.pseudo_terminals import read_in_background
 
 # 300 items over hours 0..9 for keys k0..k2 (windows of 5 h: 50 items per key and
 # window), 100 per micro-batch, then hour 1 once per key: late by then.
 WINDOWED_FLOW = textwrap.dedent(
     """
-    from datetime import UTC, datetime, timedelta
+    from tests.hourly_counts import hourly_counts
 
-    from flowspark.dataflow import Dataflow
-    from flowspark.testing import TestingInput, TestingOutput
-    from flowspark.window import EventClockConfig, TumblingWindow
-
-    T0 = datetime(2024, 1, 1, tzinfo=UTC)
     ITEMS = [(f"k{i % 3}", i // 30) for i in range(300)] + [("k0", 1), ("k1", 1), ("k2", 1)]
     out, late = [], []
-    flow = Dataflow("watched")
-    s = flow.input("inp", TestingInput(ITEMS, batch_size=100))
-    clock = EventClockConfig(
-        lambda hour: T0 + timedelta(hours=hour), wait_for_system_duration=timedelta(0)
-    )
-    windows = TumblingWindow(length=timedelta(hours=5), align_to=T0)
-    counted = s.fold_window("count", clock, windows, lambda: 0, lambda n, _: n + 1)
-    counted.output("out", TestingOutput(out))
-    counted.late.output("late", TestingOutput(late))
+    flow = hourly_counts("watched", ITEMS, 100, out, late)
     """
 )
 
@@ -225,19 +212,7 @@ def _run_cli(tmp_path: Path, *flags: str) -> tuple[int, str, str]:
         proc = subprocess.Popen(cmd, stdout=out, stderr=child, stdin=subprocess.DEVNULL, env=env)
     os.close(child)
     drawn = bytearray()
-
-    def read() -> None:
-        while True:
-            try:
-                chunk = os.read(parent, 4096)
-            except OSError:  # every writer has closed the terminal
-                return
-            if not chunk:
-                return
-            drawn.extend(chunk)
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    reader = read_in_background(parent, drawn)
     try:
         code = proc.wait(timeout=300)
     finally:

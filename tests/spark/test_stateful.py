@@ -1,8 +1,9 @@
 """Stateful operators end to end on local Spark: reduce, stateful_map, batch and windows.
 
-The seed page's examples run verbatim (import prefix aside); the rest checks the
-bytewax 0.17 behaviour reference (bytewax-semantics.md §2.1-2.2) and that keyed
-state survives being spread over many micro-batches.
+The seed page's examples run as written (import prefix aside; those other tests build too
+are in tests/bytewax_pages.py); the rest checks the bytewax 0.17 behaviour reference
+(bytewax-semantics.md §2.1-2.2) and that keyed state survives being spread over many
+micro-batches.
 """
 
 from __future__ import annotations
@@ -23,6 +24,13 @@ from flowspark.window import (
     SlidingWindow,
     SystemClockConfig,
     TumblingWindow,
+)
+from tests.bytewax_pages import (
+    SESSION_EVENTS,
+    build_count,
+    check,
+    reduce_window_example,
+    sessionizer_example,
 )
 
 ALIGN = datetime(2022, 1, 1, tzinfo=UTC)
@@ -58,31 +66,7 @@ def _assert_aware_utc(dt: datetime) -> None:
 
 
 def test_reduce_sessionizer_example(capsys):
-    flow = Dataflow()
-    inp = [
-        {"user": "a", "type": "login"},
-        {"user": "a", "type": "post"},
-        {"user": "b", "type": "login"},
-        {"user": "b", "type": "logout"},
-        {"user": "a", "type": "logout"},
-    ]
-    flow.input("inp", TestingInput(inp))
-
-    def user_as_key(event):
-        return event["user"], [event]
-
-    flow.map(user_as_key)
-
-    def extend_session(session, events):
-        session.extend(events)
-        return session
-
-    def session_complete(session):
-        return any(event["type"] == "logout" for event in session)
-
-    flow.reduce("sessionizer", extend_session, session_complete)
-    flow.output("out", StdOutput())
-    run_main(flow)
+    run_main(sessionizer_example(SESSION_EVENTS, StdOutput()))
     lines = capsys.readouterr().out.splitlines()
     # The order between keys is not defined; each tuple is printed once.
     assert sorted(lines) == sorted(
@@ -110,16 +94,6 @@ def test_stateful_map_remove_duplicates_example(capsys):
 
     flow.map(self_as_key)
 
-    def build_count():
-        return 0
-
-    def check(running_count, item):
-        running_count += 1
-        if running_count == 1:
-            return running_count, item
-        else:
-            return running_count, None
-
     flow.stateful_map("remove_duplicates", build_count, check)
 
     def remove_none_and_key(key_item):
@@ -137,31 +111,14 @@ def test_stateful_map_remove_duplicates_example(capsys):
 
 def test_reduce_window_example():
     align_to = datetime(2022, 1, 1, tzinfo=timezone.utc)  # noqa: UP017 - the page's code
-    flow = Dataflow()
     inp = [
         ("b", {"time": align_to, "val": 1}),
         ("a", {"time": align_to + timedelta(seconds=4), "val": 1}),
         ("a", {"time": align_to + timedelta(seconds=8), "val": 1}),
         ("b", {"time": align_to + timedelta(seconds=12), "val": 1}),
     ]
-    flow.input("inp", TestingInput(inp))
-
-    def add(acc, x):
-        acc["val"] += x["val"]
-        return acc
-
-    clock_config = EventClockConfig(lambda e: e["time"], wait_for_system_duration=timedelta(0))
-    window_config = TumblingWindow(length=timedelta(seconds=10), align_to=align_to)
-    flow.reduce_window("count", clock_config, window_config, add)
-
-    def extract_val(key__event):
-        key, event = key__event
-        return (key, event["val"])
-
-    flow.map(extract_val)
     out = []
-    flow.output("out", TestingOutput(out))
-    run_main(flow)
+    run_main(reduce_window_example(inp, TestingOutput(out), align_to))
     assert sorted(out) == sorted([("b", 1), ("a", 2), ("b", 1)])
 
 
@@ -253,27 +210,33 @@ def test_batch_by_size_flushes_the_rest_at_eof():
     assert out == [("a", [0, 1]), ("a", [2, 3]), ("a", [4])]
 
 
-def test_non_tuple_item_fails_with_bytewax_routing_text():
+@pytest.mark.parametrize(
+    ("item", "keyed_step", "says", "shown"),
+    [
+        (
+            "x",
+            lambda flow: flow.reduce("red", lambda a, b: a + b, lambda acc: True),
+            "Dataflow requires a `(key, value)` 2-tuple",
+            "'x'",
+        ),
+        (
+            (1, "x"),
+            lambda flow: flow.stateful_map("sm", lambda: 0, lambda s, v: (s, v)),
+            "`str` keys",
+            "int",
+        ),
+    ],
+    ids=["non-tuple-item", "int-key"],
+)
+def test_a_keyed_step_refuses_items_that_are_not_str_keyed_pairs(item, keyed_step, says, shown):
     flow = Dataflow()
-    flow.input("inp", TestingInput(["x"]))
-    flow.reduce("red", lambda a, b: a + b, lambda acc: True)
+    flow.input("inp", TestingInput([item]))
+    keyed_step(flow)
     flow.output("out", TestingOutput([]))
     with pytest.raises(StepError) as info:
         run_main(flow)
-    assert "Dataflow requires a `(key, value)` 2-tuple" in str(info.value)
-    assert "'x'" in str(info.value)
-    assert isinstance(info.value.__cause__, TypeError)
-
-
-def test_int_key_fails_asking_for_str_keys():
-    flow = Dataflow()
-    flow.input("inp", TestingInput([(1, "x")]))
-    flow.stateful_map("sm", lambda: 0, lambda s, v: (s, v))
-    flow.output("out", TestingOutput([]))
-    with pytest.raises(StepError) as info:
-        run_main(flow)
-    assert "`str` keys" in str(info.value)
-    assert "int" in str(info.value)
+    assert says in str(info.value)
+    assert shown in str(info.value)
     assert isinstance(info.value.__cause__, TypeError)
 
 

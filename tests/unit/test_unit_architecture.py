@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from flowspark.api.steps import OPERATORS
+from tests.no_pyspark import BLOCK_PYSPARK
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "flowspark"
 
@@ -217,18 +218,10 @@ def test_import_faces_only_re_export(face: str):
         assert is_doc or is_import or is_all or is_main, f"{face}.py line {statement.lineno}"
 
 
-_BLOCKED_PYSPARK_FLOW = """
-import sys
+_BLOCKED_PYSPARK_FLOW = (
+    BLOCK_PYSPARK
+    + """
 from datetime import timedelta
-
-
-class NoPyspark:
-    def find_spec(self, name, path=None, target=None):
-        if name == "pyspark" or name.startswith("pyspark."):
-            raise ImportError(f"blocked: {name}")
-
-
-sys.meta_path.insert(0, NoPyspark())
 
 from flowspark.accumulator import Accumulator
 from flowspark.api.steps import OPERATORS
@@ -288,6 +281,7 @@ assert not missing, missing
 assert "pyspark" not in sys.modules
 print("built", len(plan.steps), "steps of", len(kinds), "kinds without pyspark")
 """
+)
 
 
 def test_the_api_builds_a_flow_with_every_operator_without_pyspark():

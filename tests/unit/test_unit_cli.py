@@ -130,7 +130,7 @@ def test_missing_attribute_exits_with_a_clear_message(module_name):
 
 
 def test_non_dataflow_attribute_exits(module_name):
-    with pytest.raises(SystemExit, match="is a int, not a Dataflow"):
+    with pytest.raises(SystemExit, match="is an int, not a Dataflow"):
         locate_dataflow(f"{module_name}:not_a_flow")
 
 
@@ -189,51 +189,59 @@ def test_watching_flags_parse():
     assert _parser().parse_args(["flow.py", "--progress"]).progress is True
 
 
+def _fails_before_spark(capsys, argv: list[str], message: str) -> None:
+    """``main(argv)`` exits 2 with one line on stderr holding ``message``."""
+    from flowspark.cli import main
+
+    assert main(argv) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("flowspark.run: ") and message in lines[0], lines
+
+
 def test_a_metrics_port_out_of_range_exits_before_spark_starts(module_name):
     from flowspark.cli import main
 
-    with pytest.raises(SystemExit, match="--metrics-port must be 0..65535; got 70000"):
+    with pytest.raises(SystemExit) as exited:  # argparse: one line, status 2
         main([module_name, "--metrics-port", "70000"])
+    assert exited.value.code == 2
 
 
-def test_metrics_without_prometheus_client_exit_with_a_clear_message(module_name, monkeypatch):
-    from flowspark.cli import main
-
+def test_metrics_without_prometheus_client_exit_with_a_clear_message(
+    module_name, monkeypatch, capsys
+):
     monkeypatch.setitem(sys.modules, "prometheus_client", None)  # importing it fails
-    with pytest.raises(SystemExit, match=r"--metrics-port needs prometheus_client"):
-        main([module_name, "--metrics-port", "9108"])
+    argv = [module_name, "--metrics-port", "9108"]
+    _fails_before_spark(capsys, argv, "--metrics-port needs prometheus_client")
 
 
-def test_a_metrics_port_in_use_exits_before_spark_starts(module_name):
+def test_a_metrics_port_in_use_exits_before_spark_starts(module_name, capsys):
     import socket
-
-    from flowspark.cli import main
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        with pytest.raises(SystemExit, match=f"cannot listen on 127.0.0.1:{port}"):
-            main([module_name, "--metrics-port", str(port)])
+        argv = [module_name, "--metrics-port", str(port)]
+        _fails_before_spark(capsys, argv, f"cannot listen on 127.0.0.1:{port}")
 
 
-def test_a_progress_json_in_a_missing_directory_exits_before_spark_starts(module_name):
+def test_a_progress_json_in_a_missing_directory_exits_before_spark_starts(module_name, capsys):
+    argv = [module_name, "--progress-json", "no/such/dir/p.jsonl"]
+    _fails_before_spark(capsys, argv, "--progress-json: no such directory")
+
+
+def test_a_parallelism_below_one_exits_before_spark_starts(module_name, capsys):
     from flowspark.cli import main
 
-    with pytest.raises(SystemExit, match="--progress-json: no such directory"):
-        main([module_name, "--progress-json", "no/such/dir/p.jsonl"])
-
-
-def test_a_parallelism_below_one_exits_before_spark_starts(module_name):
-    from flowspark.cli import main
-
-    with pytest.raises(SystemExit, match="--parallelism: the parallelism must be at least 1"):
+    with pytest.raises(SystemExit) as exited:  # argparse: one line, status 2
         main([module_name, "--parallelism", "0"])
+    assert exited.value.code == 2
+    assert "--parallelism: must be a whole number >= 1; got '0'" in capsys.readouterr().err
 
 
-def test_a_parallelism_from_the_environment_that_is_no_number_exits(module_name, monkeypatch):
-    from flowspark.cli import main
-
+def test_a_parallelism_from_the_environment_that_is_no_number_exits(
+    module_name, monkeypatch, capsys
+):
     monkeypatch.setenv("FLOWSPARK_PARALLELISM", "four")
-    with pytest.raises(SystemExit, match="FLOWSPARK_PARALLELISM must be a whole number"):
-        main([module_name])
+    _fails_before_spark(capsys, [module_name], "FLOWSPARK_PARALLELISM must be a whole number")

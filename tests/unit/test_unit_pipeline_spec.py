@@ -1277,3 +1277,20 @@ def test_the_accumulator_pages_example():
 def test_every_example_parses(path):
     spec = load_spec(path)
     assert spec.sources and spec.sinks
+
+
+def test_group_by_storage_is_not_reported_as_ignored_when_the_pipeline_is_built(caplog):
+    """Numaflow requires ``groupBy.storage``; flowspark checks it and keeps keyed state
+    in Spark's state store instead: no warning calls the required field ignored."""
+    import logging
+
+    from flowspark.pipeline.build import build
+
+    spec = example("accumulator-page")
+    # Fields are reported before the vertices are built (its UDF is not given here).
+    with caplog.at_level(logging.INFO, logger="flowspark"), pytest.raises(PipelineSpecError):
+        build(spec, udfs={}, base_dir=DATA)
+    warned = " ".join(r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING)
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert "groupBy.storage" not in warned
+    assert "groupBy.storage" in said and "state store" in said

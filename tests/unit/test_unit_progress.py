@@ -9,7 +9,6 @@ import math
 import os
 import pty
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -24,6 +23,7 @@ from flowspark.plan.graph import build_plan
 from flowspark.testing import TestingInput, TestingOutput
 from flowspark.visualize import read_progress
 from tests.http_clients import scrape_metrics
+from tests.pseudo_terminals import read_in_background
 
 STEPS = [("inp", "input"), ("count", "fold_window"), ("out", "output"), ("late", "output")]
 WALL_S = 1_700_000_010.0
@@ -90,19 +90,7 @@ def test_the_display_runs_live_in_a_pseudo_terminal():
     parent, child = pty.openpty()
     terminal = os.fdopen(child, "w", encoding="utf-8")
     drawn = bytearray()
-
-    def read() -> None:
-        while True:
-            try:
-                chunk = os.read(parent, 4096)
-            except OSError:  # the terminal's other end closed
-                return
-            if not chunk:
-                return
-            drawn.extend(chunk)
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    reader = read_in_background(parent, drawn)
     console = Console(file=terminal, width=100)
     assert console.is_terminal
     stdout = sys.stdout

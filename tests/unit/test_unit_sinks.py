@@ -55,47 +55,45 @@ def crash(writer: _PartitionedWriter) -> None:
 # -- FileOutput -------------------------------------------------------------------------
 
 
-def test_batches_are_appended_in_order(out_file, state):
-    writer = _PartitionedWriter(FileOutput(out_file), state)
-    for b in range(3):
-        run_batch(writer, b)
-    writer.close()
+@pytest.fixture
+def file_writer(out_file: Path, state: Path):
+    """``file_writer(*batches)``: a new writer of ``FileOutput(out_file)`` on ``state`` (after
+    a crash, the restarted one) that has run ``batches``."""
+
+    def make(*batches: int) -> _PartitionedWriter:
+        writer = _PartitionedWriter(FileOutput(out_file), state)
+        for b in batches:
+            run_batch(writer, b)
+        return writer
+
+    return make
+
+
+def test_batches_are_appended_in_order(out_file, file_writer):
+    file_writer(0, 1, 2).close()
     assert out_file.read_text() == expected(0, 1, 2)
 
 
-def test_replay_of_the_last_committed_batch_writes_it_once(out_file, state):
-    writer = _PartitionedWriter(FileOutput(out_file), state)
-    for b in range(3):
-        run_batch(writer, b)
-    crash(writer)  # after our commit(2) but before Spark recorded batch 2 as done
-    writer = _PartitionedWriter(FileOutput(out_file), state)
-    run_batch(writer, 2)
-    writer.close()
+def test_replay_of_the_last_committed_batch_writes_it_once(out_file, file_writer):
+    crash(file_writer(0, 1, 2))  # after our commit(2) but before Spark recorded batch 2 as done
+    file_writer(2).close()
     assert out_file.read_text() == expected(0, 1, 2)
 
 
-def test_replay_then_continue(out_file, state):
-    writer = _PartitionedWriter(FileOutput(out_file), state)
-    for b in range(3):
-        run_batch(writer, b)
-    crash(writer)
-    writer = _PartitionedWriter(FileOutput(out_file), state)
-    for b in (2, 3, 4):
-        run_batch(writer, b)
-    writer.close()
+def test_replay_then_continue(out_file, file_writer):
+    crash(file_writer(0, 1, 2))
+    file_writer(2, 3, 4).close()
     assert out_file.read_text() == expected(0, 1, 2, 3, 4)
 
 
-def test_crash_in_the_middle_of_a_batch_is_truncated_back(out_file, state):
-    writer = _PartitionedWriter(FileOutput(out_file), state)
-    for b in range(3):
-        run_batch(writer, b)
+def test_crash_in_the_middle_of_a_batch_is_truncated_back(out_file, file_writer):
+    writer = file_writer(0, 1, 2)
     writer.begin(3)
     writer.write(batch_lines(3)[:2])  # no commit
     crash(writer)
     assert out_file.read_text() == expected(0, 1, 2) + "b3-0\nb3-1\n"
 
-    writer = _PartitionedWriter(FileOutput(out_file), state)
+    writer = file_writer()
     writer.begin(3)
     assert out_file.read_text() == expected(0, 1, 2)
     writer.write(batch_lines(3))
@@ -104,143 +102,113 @@ def test_crash_in_the_middle_of_a_batch_is_truncated_back(out_file, state):
     assert out_file.read_text() == expected(0, 1, 2, 3)
 
 
-def test_crash_during_a_replay_is_rewound_again(out_file, state):
-    writer = _PartitionedWriter(FileOutput(out_file), state)
-    for b in range(3):
-        run_batch(writer, b)
-    crash(writer)
-    writer = _PartitionedWriter(FileOutput(out_file), state)
+def test_crash_during_a_replay_is_rewound_again(out_file, file_writer):
+    crash(file_writer(0, 1, 2))
+    writer = file_writer()
     writer.begin(2)
     writer.write(batch_lines(2))  # the replay dies before commit too
     crash(writer)
-    writer = _PartitionedWriter(FileOutput(out_file), state)
-    run_batch(writer, 2)
-    writer.close()
+    file_writer(2).close()
     assert out_file.read_text() == expected(0, 1, 2)
 
 
-def test_replay_of_the_first_batch_starts_fresh(out_file, state):
-    writer = _PartitionedWriter(FileOutput(out_file), state)
-    run_batch(writer, 0)
-    crash(writer)
-    writer = _PartitionedWriter(FileOutput(out_file), state)
-    run_batch(writer, 0)
-    writer.close()
+def test_replay_of_the_first_batch_starts_fresh(out_file, file_writer):
+    crash(file_writer(0))
+    file_writer(0).close()
     assert out_file.read_text() == expected(0)
 
 
-def test_replay_older_than_both_snapshots_is_refused_and_the_file_kept(out_file, state):
+def test_replay_older_than_both_snapshots_is_refused_and_the_file_kept(out_file, file_writer):
     # Only the last two generations are kept: the state before batch 1 is gone, so
     # nothing proves where to cut the file back to (the commit log was lost).
-    writer = _PartitionedWriter(FileOutput(out_file), state)
-    for b in range(3):
-        run_batch(writer, b)
-    crash(writer)
-    writer = _PartitionedWriter(FileOutput(out_file), state)
+    crash(file_writer(0, 1, 2))
+    writer = file_writer()
     with pytest.raises(RecoveryDirectoryError, match=r"out\.pickle holds micro-batches 1 and 2"):
         writer.begin(1)
     writer.close()
     assert out_file.read_text() == expected(0, 1, 2)
 
 
-def test_a_snapshot_older_than_the_batch_before_is_refused(out_file, state):
+def test_a_snapshot_older_than_the_batch_before_is_refused(out_file, file_writer):
     # Batches 3 and 4 committed, but the snapshot is of batch 2 (an old copy):
     # resuming from it would cut off what batches 3 and 4 wrote.
-    writer = _PartitionedWriter(FileOutput(out_file), state)
-    for b in range(3):
-        run_batch(writer, b)
-    crash(writer)
+    crash(file_writer(0, 1, 2))
     with open(out_file, "a") as f:
         f.write(expected(3, 4))
-    writer = _PartitionedWriter(FileOutput(out_file), state)
+    writer = file_writer()
     with pytest.raises(RecoveryDirectoryError, match="not the state after micro-batch 4"):
         writer.begin(5)
     writer.close()
     assert out_file.read_text() == expected(0, 1, 2, 3, 4)
 
 
-def test_a_missing_snapshot_after_the_first_batch_is_refused(out_file, state):
+def test_a_missing_snapshot_after_the_first_batch_is_refused(out_file, file_writer):
     out_file.parent.mkdir(parents=True)
     out_file.write_text(expected(0, 1))
-    writer = _PartitionedWriter(FileOutput(out_file), state)
+    writer = file_writer()
     with pytest.raises(RecoveryDirectoryError, match="holds no micro-batch"):
         writer.begin(2)
     writer.close()
     assert out_file.read_text() == expected(0, 1)
 
 
-def test_an_unreadable_snapshot_is_refused_naming_it(out_file, state):
+def test_an_unreadable_snapshot_is_refused_naming_it(out_file, state, file_writer):
     state.parent.mkdir(parents=True)
     state.write_bytes(b"not a pickle")
     with pytest.raises(RecoveryDirectoryError, match=r"out\.pickle cannot be read"):
-        _PartitionedWriter(FileOutput(out_file), state)
+        file_writer()
 
 
-def test_an_output_file_shorter_than_its_snapshot_is_left_as_it_is(out_file, state):
-    writer = _PartitionedWriter(FileOutput(out_file), state)
-    for b in range(2):
-        run_batch(writer, b)
-    crash(writer)
+def test_an_output_file_shorter_than_its_snapshot_is_left_as_it_is(out_file, file_writer):
+    crash(file_writer(0, 1))
     out_file.write_text("cut\n")
-    writer = _PartitionedWriter(FileOutput(out_file), state)
+    writer = file_writer()
     with pytest.raises(ValueError, match="holds 4 bytes, but the recovery directory says"):
         writer.begin(2)
     writer.close()
     assert out_file.read_text() == "cut\n"  # not padded with NULs
 
 
-def test_replay_in_the_same_writer_rewinds(out_file, state):
-    writer = _PartitionedWriter(FileOutput(out_file), state)
-    for b in (0, 1, 1):
-        run_batch(writer, b)
-    writer.close()
+def test_replay_in_the_same_writer_rewinds(out_file, file_writer):
+    file_writer(0, 1, 1).close()
     assert out_file.read_text() == expected(0, 1)
 
 
-def test_fresh_start_truncates_an_existing_file(out_file, state):
+def test_fresh_start_truncates_an_existing_file(out_file, file_writer):
     out_file.parent.mkdir(parents=True)
     out_file.write_text("left over from an earlier run\n")
-    writer = _PartitionedWriter(FileOutput(out_file), state)
-    run_batch(writer, 0)
-    writer.close()
+    file_writer(0).close()
     assert out_file.read_text() == expected(0)
 
 
-def test_empty_batch_still_truncates_on_fresh_start(out_file, state):
+def test_empty_batch_still_truncates_on_fresh_start(out_file, file_writer):
     out_file.parent.mkdir(parents=True)
     out_file.write_text("old\n")
-    writer = _PartitionedWriter(FileOutput(out_file), state)
+    writer = file_writer()
     run_batch(writer, 0, items=[])
     writer.close()
     assert out_file.read_text() == ""
 
 
-def test_state_file_is_written_atomically_next_to_nothing_else(out_file, state):
-    writer = _PartitionedWriter(FileOutput(out_file), state)
-    run_batch(writer, 0)
-    writer.close()
+def test_state_file_is_written_atomically_next_to_nothing_else(state, file_writer):
+    file_writer(0).close()
     assert sorted(p.name for p in state.parent.iterdir()) == ["out.pickle"]
 
 
-def test_key_value_items_write_the_value_and_others_use_str(out_file, state):
-    writer = _PartitionedWriter(FileOutput(out_file), state)
-    run_batch(writer, 0, items=[("k", "v"), 7, ("k", 3.5), (1, 2)])
+@pytest.mark.parametrize(
+    ("end", "items", "written"),
+    [
+        ("\n", [("k", "v"), 7, ("k", 3.5), (1, 2)], "v\n7\n3.5\n(1, 2)\n"),
+        (";", ["a", "b"], "a;b;"),
+        ("\n", ["żółć 🎉"], "żółć 🎉\n"),
+    ],
+    ids=["key-value-writes-the-value-others-str", "custom-end", "unicode-as-utf8"],
+)
+def test_items_become_lines(out_file, state, end, items, written):
+    writer = _PartitionedWriter(FileOutput(out_file, end=end), state)
+    run_batch(writer, 0, items=items)
     writer.close()
-    assert out_file.read_text() == "v\n7\n3.5\n(1, 2)\n"
-
-
-def test_custom_end(out_file, state):
-    writer = _PartitionedWriter(FileOutput(out_file, end=";"), state)
-    run_batch(writer, 0, items=["a", "b"])
-    writer.close()
-    assert out_file.read_text() == "a;b;"
-
-
-def test_unicode_lines_are_utf8(out_file, state):
-    writer = _PartitionedWriter(FileOutput(out_file), state)
-    run_batch(writer, 0, items=["żółć 🎉"])
-    writer.close()
-    assert out_file.read_bytes() == "żółć 🎉\n".encode()
+    assert out_file.read_bytes() == written.encode()
 
 
 # -- DirOutput --------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from flowspark.runtime.source_watermark import MIN_WATERMARK, PartMarks
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 T0_MS = int(T0.timestamp() * 1000)
+SEC = timedelta(seconds=1)
 
 
 @pytest.fixture
@@ -23,14 +24,20 @@ def clock(monkeypatch):
     return now
 
 
+def opened(part: str, **policy: timedelta) -> PartMarks:
+    """The marks of ``SourceWatermark(**policy)`` with ``part`` open, without a watermark yet."""
+    marks = PartMarks(SourceWatermark(**policy))
+    marks.open(part, MIN_WATERMARK)
+    return marks
+
+
 def _at(seconds: float) -> Datum:
     at = T0 + timedelta(seconds=seconds)
     return Datum(["k"], b"v", at, at, {}, id=str(seconds))
 
 
 def test_a_part_watermark_is_the_least_event_time_of_each_batch_minus_max_delay(clock):
-    marks = PartMarks(SourceWatermark(max_delay=timedelta(seconds=2)))
-    marks.open("p", MIN_WATERMARK)
+    marks = opened("p", max_delay=timedelta(seconds=2))
     marks.read("p", [_at(10), _at(7), _at(12)], "inp")
     assert marks.wm["p"] == T0_MS + 5_000
     marks.seal()
@@ -44,8 +51,7 @@ def test_a_part_watermark_is_the_least_event_time_of_each_batch_minus_max_delay(
 def test_every_pull_of_one_micro_batch_counts_for_its_watermark(clock):
     # Two pulls make one micro-batch: its watermark is the least over both, so no
     # datum of the batch is behind the watermark the batch is handed with.
-    marks = PartMarks(SourceWatermark())
-    marks.open("p", MIN_WATERMARK)
+    marks = opened("p")
     marks.read("p", [_at(1), _at(3)], "inp")
     marks.read("p", [_at(5), _at(9)], "inp")
     assert marks.wm["p"] == T0_MS + 1_000
@@ -57,20 +63,13 @@ def test_every_pull_of_one_micro_batch_counts_for_its_watermark(clock):
 
 
 def test_items_without_event_time_are_refused_naming_the_input(clock):
-    marks = PartMarks(SourceWatermark())
-    marks.open("p", MIN_WATERMARK)
+    marks = opened("p")
     with pytest.raises(TypeError, match="input 'inp' has a source watermark"):
         marks.read("p", [("k", 1)], "inp")
 
 
 def test_an_idle_part_moves_by_increment_every_step_never_past_now(clock):
-    policy = SourceWatermark(
-        idle_threshold=timedelta(seconds=1),
-        idle_step=timedelta(milliseconds=100),
-        idle_increment=timedelta(seconds=5),
-    )
-    marks = PartMarks(policy)
-    marks.open("p", MIN_WATERMARK)
+    marks = opened("p", idle_threshold=SEC, idle_step=SEC / 10, idle_increment=5 * SEC)
     start = clock[0]
     marks.read("p", [_at(0)], "inp")
     clock[0] = start + 0.5
@@ -87,19 +86,12 @@ def test_an_idle_part_moves_by_increment_every_step_never_past_now(clock):
 
 
 def test_a_part_that_never_had_data_takes_now_after_the_init_source_delay(clock):
-    policy = SourceWatermark(
-        idle_threshold=timedelta(seconds=1),
-        idle_increment=timedelta(seconds=1),
-        init_source_delay=timedelta(seconds=2),
-    )
-    marks = PartMarks(policy)
-    marks.open("q", MIN_WATERMARK)
+    marks = opened("q", idle_threshold=SEC, idle_increment=SEC, init_source_delay=2 * SEC)
     start = clock[0]
     clock[0] = start + 1.5
     assert not marks.idle_step("q") and marks.wm["q"] == MIN_WATERMARK
     clock[0] = start + 2.0
     assert marks.idle_step("q") and marks.wm["q"] == int(clock[0] * 1000)
-    without = PartMarks(SourceWatermark(idle_threshold=timedelta(seconds=1)))
-    without.open("q", MIN_WATERMARK)
+    without = opened("q", idle_threshold=SEC)
     clock[0] += 100
     assert not without.idle_step("q") and without.wm["q"] == MIN_WATERMARK

@@ -78,20 +78,17 @@ def test_inspect_sees_each_item_and_passes_it_on():
     assert seen == ["a", "b"]
 
 
-def test_inspect_epoch_is_called_with_the_epoch_and_the_item():
+@pytest.mark.parametrize(
+    ("kind", "ctx", "first"),
+    [("inspect_epoch", StageContext(epoch=7), 7), ("inspect_worker", StageContext(worker=3), 3)],
+    ids=["the epoch", "the worker"],
+)
+def test_inspect_epoch_and_worker_are_called_with_that_then_the_item(kind, ctx, first):
     seen = []
     flow, s = new_flow()
-    s.inspect_epoch(lambda epoch, x: seen.append((epoch, x))).output("out", TestingOutput([]))
-    assert run(flow, ["a", "b"], StageContext(epoch=7)) == [(OUT, ["a", "b"])]
-    assert seen == [(7, "a"), (7, "b")]
-
-
-def test_inspect_worker_is_called_as_worker_then_item():
-    seen = []
-    flow, s = new_flow()
-    s.inspect_worker(lambda worker, x: seen.append((worker, x))).output("out", TestingOutput([]))
-    assert run(flow, ["a", "b"], StageContext(worker=3)) == [(OUT, ["a", "b"])]
-    assert seen == [(3, "a"), (3, "b")]
+    getattr(s, kind)(lambda at, x: seen.append((at, x))).output("out", TestingOutput([]))
+    assert run(flow, ["a", "b"], ctx) == [(OUT, ["a", "b"])]
+    assert seen == [(first, "a"), (first, "b")]
 
 
 def test_branch_splits_trues_and_falses():

@@ -35,6 +35,13 @@ from flowspark.window import (
     SystemClockConfig,
     TumblingWindow,
 )
+from tests.bytewax_pages import (
+    SESSION_EVENTS,
+    build_count,
+    check,
+    extend_session,
+    session_complete,
+)
 
 ALIGN = datetime(2022, 1, 1, tzinfo=UTC)
 A = aware_to_ms(ALIGN)  # ms of align_to
@@ -104,25 +111,10 @@ def decode(exc: BaseException) -> StepError:
 # -- reduce ----------------------------------------------------------------------------
 
 
-def extend_session(session, events):
-    session.extend(events)
-    return session
-
-
-def session_complete(session):
-    return any(event["type"] == "logout" for event in session)
-
-
 def test_reduce_sessionizer_example_from_the_page():
     logic = logic_for(step_of(lambda s: s.reduce("sessionizer", extend_session, session_complete)))
     assert isinstance(logic, ReduceLogic)
-    inp = [
-        {"user": "a", "type": "login"},
-        {"user": "a", "type": "post"},
-        {"user": "b", "type": "login"},
-        {"user": "b", "type": "logout"},
-        {"user": "a", "type": "logout"},
-    ]
+    inp = SESSION_EVENTS
     states: dict[str, object] = {}
     out = []
     for event in inp:  # one value per call, as a stream would deliver them
@@ -192,17 +184,6 @@ def test_reduce_failure_names_the_step_and_the_item():
 
 
 # -- stateful_map ------------------------------------------------------------------------
-
-
-def build_count():
-    return 0
-
-
-def check(running_count, item):
-    running_count += 1
-    if running_count == 1:
-        return running_count, item
-    return running_count, None
 
 
 def test_stateful_map_remove_duplicates_example_from_the_page():

@@ -24,7 +24,7 @@ from typing import Any
 
 from flowspark.api.inputs import Input
 from flowspark.api.outputs import Output
-from flowspark.api.steps import Port, Step
+from flowspark.api.steps import Port, Step, operator
 from flowspark.api.udf.checks import check_datum_functions, check_route
 from flowspark.api.udf.handlers import Mapper, Reducer
 from flowspark.api.udf.servers import NumaflowServer, derives_from, handler_factory
@@ -36,6 +36,17 @@ __all__ = ["Dataflow", "Stream", "WindowStream"]
 def _check_callable(kind: str, role: str, fn: Any) -> None:
     if not callable(fn):
         raise TypeError(f"{kind}: {role} must be callable; got {type(fn).__name__} {fn!r:.80}")
+
+
+def _fn_operator(kind: str, doc: str) -> Callable[..., Stream]:
+    """The :class:`Stream` method of a stateless operator that calls the user's function
+    (its role is the kind's ``fn`` in ``OPERATORS``): ``(fn)`` or ``(step_id, fn)``."""
+
+    def method(self: Stream, *args: Any) -> Stream:
+        return self._fn_step(kind, args)
+
+    method.__name__, method.__qualname__, method.__doc__ = kind, f"Stream.{kind}", doc
+    return method
 
 
 class Stream:
@@ -71,37 +82,27 @@ class Stream:
 
     # -- stateless operators -------------------------------------------------
 
-    def map(self, *args: Any) -> Stream:
-        """Transform each item one-to-one: ``mapper(item) -> item'``."""
-        return self._fn_step("map", "mapper", args)
-
-    def filter(self, *args: Any) -> Stream:
-        """Keep items for which ``predicate(item)`` is true."""
-        return self._fn_step("filter", "predicate", args)
-
-    def filter_map(self, *args: Any) -> Stream:
-        """Map, dropping items whose result is ``None``."""
-        return self._fn_step("filter_map", "mapper", args)
-
-    def flat_map(self, *args: Any) -> Stream:
-        """Emit each element of ``mapper(item)`` (an iterable) downstream."""
-        return self._fn_step("flat_map", "mapper", args)
-
-    def inspect(self, *args: Any) -> Stream:
-        """Call ``inspector(item)`` on each item; items pass on unchanged."""
-        return self._fn_step("inspect", "inspector", args)
-
-    def inspect_epoch(self, *args: Any) -> Stream:
-        """Call ``inspector(epoch, item)``; the epoch is the micro-batch number, from 1."""
-        return self._fn_step("inspect_epoch", "inspector", args)
-
-    def inspect_worker(self, *args: Any) -> Stream:
+    map = _fn_operator("map", "Transform each item one-to-one: ``mapper(item) -> item'``.")
+    filter = _fn_operator("filter", "Keep items for which ``predicate(item)`` is true.")
+    filter_map = _fn_operator("filter_map", "Map, dropping items whose result is ``None``.")
+    flat_map = _fn_operator(
+        "flat_map", "Emit each element of ``mapper(item)`` (an iterable) downstream."
+    )
+    inspect = _fn_operator(
+        "inspect", "Call ``inspector(item)`` on each item; items pass on unchanged."
+    )
+    inspect_epoch = _fn_operator(
+        "inspect_epoch",
+        "Call ``inspector(epoch, item)``; the epoch is the micro-batch number, from 1.",
+    )
+    inspect_worker = _fn_operator(
+        "inspect_worker",
         """Call ``inspector(worker_index, item)``; the worker is the Spark partition index.
 
         bytewax 0.17 documents ``(item, worker)`` but calls ``(worker, item)``;
         flowspark follows what bytewax actually does.
-        """
-        return self._fn_step("inspect_worker", "inspector", args)
+        """,
+    )
 
     def redistribute(self, step_id: str | None = None) -> Stream:
         """Spread items round-robin over all Spark partitions for the next steps."""
@@ -316,18 +317,14 @@ class Stream:
         _check_duration("reduce_stream", step_id, "allowed_lateness", allowed_lateness)
         _check_duration("reduce_stream", step_id, "watermark_delay", watermark_delay)
         _check_clock("reduce_stream", step_id, clock)
-        factory = _reduce_factory(handler, init_args, init_kwargs)
-        keyed_items = self._key_datums(f"reduce_stream {step_id!r}", f"{step_id}.key", keyed)
         args = {
-            "factory": factory,
+            "factory": _reduce_factory(handler, init_args, init_kwargs),
             "window_config": window,
             "allowed_lateness": allowed_lateness,
             "watermark_delay": watermark_delay,
             "clock": clock,
         }
-        step = self._flow._add_step(
-            "reduce_stream", step_id, keyed_items._ports, {"handler": handler}, args
-        )
+        step = self._keyed_udf("reduce_stream", step_id, handler, keyed, args)
         return WindowStream(self._flow, Port(step, 0))
 
     def accumulate(
@@ -366,17 +363,13 @@ class Stream:
             )
         _check_duration("accumulate", step_id, "watermark_delay", watermark_delay)
         _check_clock("accumulate", step_id, clock)
-        factory = handler_factory(handler, "accumulate", tuple(init_args), init_kwargs)
-        keyed_items = self._key_datums(f"accumulate {step_id!r}", f"{step_id}.key", True)
         args = {
-            "factory": factory,
+            "factory": handler_factory(handler, "accumulate", tuple(init_args), init_kwargs),
             "timeout": timeout,
             "watermark_delay": watermark_delay,
             "clock": clock,
         }
-        step = self._flow._add_step(
-            "accumulate", step_id, keyed_items._ports, {"handler": handler}, args
-        )
+        step = self._keyed_udf("accumulate", step_id, handler, True, args)
         return Stream(self._flow, Port(step))
 
     def route(self, step_id: str | None = None, *, tags: Any = (), operator: str = "or") -> Stream:
@@ -394,6 +387,14 @@ class Stream:
         """Datums as ``(routing key, datum)``: what a keyed Numaflow step groups by."""
         return self._add("key_datums", step_id, args={"what": what, "keyed": keyed})
 
+    def _keyed_udf(
+        self, kind: str, step_id: str, handler: Any, keyed: bool, args: dict[str, Any]
+    ) -> Step:
+        """A keyed Numaflow step (``kind``) calling ``handler`` on this stream's datums,
+        grouped by their keys (``keyed`` false: all under one key)."""
+        keyed_items = self._key_datums(f"{kind} {step_id!r}", f"{step_id}.key", keyed)
+        return self._flow._add_step(kind, step_id, keyed_items._ports, {"handler": handler}, args)
+
     def _split_args(self, kind: str, args: tuple[Any, ...]) -> tuple[str | None, Any]:
         if len(args) == 1:
             return None, args[0]
@@ -401,7 +402,9 @@ class Stream:
             return args[0], args[1]
         raise TypeError(f"{kind}() takes (fn) or (step_id, fn); got {len(args)} arguments")
 
-    def _fn_step(self, kind: str, role: str, args: tuple[Any, ...]) -> Stream:
+    def _fn_step(self, kind: str, args: tuple[Any, ...]) -> Stream:
+        role = operator(kind).fn
+        assert role is not None  # a stateless kind that calls the user's function
         step_id, fn = self._split_args(kind, args)
         _check_callable(kind, role, fn)
         return self._add(kind, step_id, {role: fn})

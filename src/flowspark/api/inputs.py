@@ -168,6 +168,18 @@ class SeekableInput(Input):
         """The offset after ``batches`` source batches from ``start`` (at most ``end``)."""
         return min(end, start + batches * self.batch_size)
 
+    def offset_after_items(self, part: str, start: int, end: int, items: int) -> tuple[int, int]:
+        """The offset after at most ``items`` items from ``start`` (at most ``end``),
+        and how many items lie before it: what a micro-batch reads under
+        ``--max-batch-items``. By default offsets count items; an input whose
+        offsets count something else and that overrides only :meth:`offset_after`
+        is cut at whole source batches."""
+        if type(self).offset_after is SeekableInput.offset_after:
+            after = min(end, start + items)
+            return after, after - start
+        batches = max(1, -(-items // max(1, self.batch_size)))
+        return self.offset_after(part, start, end, batches), batches * self.batch_size
+
     def batch_limit(self, part: str, start: int, end: int) -> int:
         """The furthest offset one micro-batch reads when epochs are not per-batch."""
         return end

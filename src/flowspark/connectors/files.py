@@ -57,19 +57,24 @@ def _next_line_start(path: str, pos: int, end: int) -> int:
     return end
 
 
-def _offset_after_lines(path: str, start: int, end: int, lines: int) -> int:
-    """The offset after ``lines`` lines from ``start`` (at most ``end``)."""
+def _lines_after(path: str, start: int, end: int, lines: int) -> tuple[int, int]:
+    """The offset after at most ``lines`` lines from ``start`` (at most ``end``), and
+    how many lines that is."""
     with Location.parse(path).open_read() as f:
         f.seek(start)
-        pos = start
-        for _ in range(lines):
-            if pos >= end:
-                break
+        pos, count = start, 0
+        while count < lines and pos < end:
             line = f.readline()
             if not line:
                 break
             pos += len(line)
-        return min(pos, end)
+            count += 1
+        return min(pos, end), count
+
+
+def _offset_after_lines(path: str, start: int, end: int, lines: int) -> int:
+    """The offset after ``lines`` lines from ``start`` (at most ``end``)."""
+    return _lines_after(path, start, end, lines)[0]
 
 
 class _LineSplit(Split):
@@ -155,6 +160,9 @@ class _LineFiles(SeekableInput):
 
     def offset_after(self, part: str, start: int, end: int, batches: int) -> int:
         return _offset_after_lines(self._path(part), start, end, batches * self.batch_size)
+
+    def offset_after_items(self, part: str, start: int, end: int, items: int) -> tuple[int, int]:
+        return _lines_after(self._path(part), start, end, items)
 
     def batch_limit(self, part: str, start: int, end: int) -> int:
         if end - start <= MAX_BYTES_PER_BATCH:
@@ -284,6 +292,9 @@ class CSVInput(FileInput):
 
     def offset_after(self, part: str, start: int, end: int, batches: int) -> int:
         return self._record_ends(start, end, batches * self.batch_size, end)
+
+    def offset_after_items(self, part: str, start: int, end: int, items: int) -> tuple[int, int]:
+        return _lines_after(self._path(part), start, end, items)
 
     def batch_limit(self, part: str, start: int, end: int) -> int:
         if end - start <= MAX_BYTES_PER_BATCH:

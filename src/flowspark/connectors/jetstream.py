@@ -352,6 +352,11 @@ class JetStreamInput(SeekableInput):
     def offset_after(self, part: str, start: int, end: int, batches: int) -> int:
         return min(end, max(start, 1) + batches * self.batch_size)
 
+    def offset_after_items(self, part: str, start: int, end: int, items: int) -> tuple[int, int]:
+        first = max(start, 1)  # offset 0 (a fresh start from the first) is sequence 1
+        after = max(start, min(end, first + items))
+        return after, max(0, after - first)
+
     def batch_limit(self, part: str, start: int, end: int) -> int:
         start = max(start, 1)  # offset 0 (a fresh start from the first) is sequence 1
         most = self.max_messages

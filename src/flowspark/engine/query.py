@@ -24,7 +24,6 @@ import sys
 import tempfile
 import threading
 import time
-import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -36,7 +35,7 @@ import cloudpickle
 from flowspark.api.dataflow import Dataflow
 from flowspark.api.inputs import SeekableInput
 from flowspark.engine.compat import is_connect
-from flowspark.engine.errors import FlowRunError, clean_spark_error
+from flowspark.engine.errors import FlowRunError, clean_spark_error, warn_late_items
 from flowspark.engine.observe import ProgressHub, ProgressLog, ReportBuilder, RunListener, RunReport
 from flowspark.engine.progress import watch_run
 from flowspark.engine.recovery_check import check_recovery_directory
@@ -617,12 +616,7 @@ def _warn_unrouted_late(plan: Plan, report: RunReport) -> None:
     }
     for step_id, count in report.late_counts.items():
         if count and step_id not in routed:
-            warnings.warn(
-                f"window step {step_id!r} dropped {count} late item(s); route them with "
-                "the `.late` stream of its WindowStream to keep them",
-                LateItemsWarning,
-                stacklevel=3,
-            )
+            warn_late_items(plan.steps, step_id, count, LateItemsWarning)
 
 
 class LateItemsWarning(UserWarning):

@@ -3,7 +3,8 @@ recovery directory holds, for people (or as JSON), and check its files.
 
 Exit status: 0 when all is well, 1 when ``--check`` found problems (one line each
 on stderr, naming the file), 2 when ``DIR`` is not a recovery directory or cannot
-be read. Reads files only; never starts Spark.
+be read (or for a bad flag), 32 (quietly) when standard output was closed
+(``| head``). Reads files only; never starts Spark.
 
 >>> import tempfile, pathlib
 >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -26,14 +27,21 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from flowspark.connectors.stdio import silence_stdout
 from flowspark.engine.errors import RECOVERY_CHOICES
-from flowspark.engine.recovery_inspect import NotRecoveryDirectory, inspect_directory, ranges
+from flowspark.engine.recovery_inspect import (
+    Inspection,
+    NotRecoveryDirectory,
+    inspect_directory,
+    ranges,
+)
 from flowspark.runtime.storage import StorageError
 from flowspark.runtime.windowing import EOF_MS
 
 __all__ = ["main", "render"]
 
 PROG = "python -m flowspark.recovery"
+_EXIT_PIPE = 32  # standard output closed (EPIPE), as flowspark.run and python -m json.tool
 
 
 # -- for people -----------------------------------------------------------------------------
@@ -264,13 +272,24 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m flowspark.recovery inspect DIR [--check] [--json]``: 0 when all is
     well, 1 when ``--check`` found problems, 2 when ``DIR`` is not a recovery
-    directory (or cannot be read)."""
+    directory (or cannot be read), 32 when standard output was closed."""
     args = _parser().parse_args(argv)
     try:
         inspection = inspect_directory(args.directory, check=args.check)
     except (NotRecoveryDirectory, StorageError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
+    try:
+        status = _report(args, inspection)
+        sys.stdout.flush()  # a closed pipe fails here, not at exit
+    except BrokenPipeError:  # | head has read what it wanted
+        silence_stdout()
+        return _EXIT_PIPE
+    return status
+
+
+def _report(args: argparse.Namespace, inspection: Inspection) -> int:
+    """Print the facts (and with ``--check`` the problems); the exit status."""
     if args.json:
         print(json.dumps(inspection.facts, indent=2, default=str))
     else:

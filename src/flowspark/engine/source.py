@@ -134,7 +134,9 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                         spec.pause_live,
                     )
                 else:
-                    manager = DriverReadOffsets(inp, spec.per_batch_epochs, spec.until_end)
+                    manager = DriverReadOffsets(
+                        inp, spec.per_batch_epochs, spec.until_end, spec.max_batch_items
+                    )
                 managers[str(inp.entry)] = manager
             self._offsets = managers
         return self._offsets
@@ -267,6 +269,11 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         ts = WHOLE_INPUT_MS if end.get("whole") else end["t"]
+        # The rows' time is the system time items were read at: the batch's, or each
+        # run's own where the input knows it (see ItemsSplit), kept after the last
+        # batch's time (Spark's watermark) -- unless it stands for the whole input or
+        # the flow's watermark (then ``floor`` is None).
+        floor = None if end.get("whole") or "wm" in end else min(start.get("t", 0) + 1, ts)
         if "wm" in end and not end.get("whole"):
             # The flow's watermark; never at or below Spark's first watermark (0), or
             # Spark drops the rows as late, and never WHOLE_INPUT_MS (it means the
@@ -276,11 +283,11 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         parts = []
         for entry, manager in self._managers().items():
             for split in manager.splits(begun.get(entry, {}), end["inputs"].get(entry, {})):
-                parts.append(InputPartition((entry, split, ts)))
+                parts.append(InputPartition((entry, split, ts, floor)))
         if end.get("eof") and not start.get("eof") and not end.get("whole"):
-            parts.append(InputPartition((None, _MarkerSplit(), EOF_MS)))
+            parts.append(InputPartition((None, _MarkerSplit(), EOF_MS, None)))
         elif not parts and self.stateful:
-            parts.append(InputPartition((None, _MarkerSplit(), ts)))
+            parts.append(InputPartition((None, _MarkerSplit(), ts, None)))
         return parts
 
     def commit(self, end: dict) -> None:
@@ -292,12 +299,20 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def read(self, partition: InputPartition) -> Iterator[Any]:
         from flowspark.runtime.task import rows_to_batch, run_program, task_context  # noqa: PLC0415 pyarrow: tasks only
 
-        entry, split, ts = partition.value
+        entry, split, ts, floor = partition.value
         if entry is None:
             yield rows_to_batch([MARKER_PORT], [None], [b""], ts)
             return
         program = pickle.loads(self.programs[entry])
-        feeds = ((int(entry), items) for items in split.read())
+        stamped = getattr(split, "read_stamped", None)
+        feeds: Iterator[tuple[int, Any] | tuple[int, Any, int]]
+        if floor is not None and stamped is not None:  # each run at the time it was read
+            feeds = (
+                (int(entry), items, ts if ms is None else min(ts, max(floor, ms)))
+                for ms, items in stamped()
+            )
+        else:
+            feeds = ((int(entry), items) for items in split.read())
         upstream = getattr(split, "upstream", None)
         yield from run_program(program, feeds, task_context(), self.spread, ts, upstream)
 

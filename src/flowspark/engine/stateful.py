@@ -43,7 +43,7 @@ from flowspark.runtime.codec import (
     decode_ordered,
     encode_count,
 )
-from flowspark.runtime.keyed import KeyedCall, Outcome, Wal
+from flowspark.runtime.keyed import KeyedCall, Outcome, Wal, on_value_runs
 from flowspark.runtime.windowing import EOF_MS
 from flowspark.shared.times import datetime_from_ms, naive_as_utc_to_ms
 
@@ -119,10 +119,16 @@ class LevelProcessor(StatefulProcessor):
             return
         port_text, user_key = composite.split(KEY_SEPARATOR, 1)
         port = int(port_text)
+        logic = self.logics[port]
+        if now < EOF_MS and not logic.uses_wal and len({r.ts for r in rows}) > 1:
+            # Values read at several system times: each run at its own (a slow batch
+            # never makes an item late that was on time when it was read).
+            runs = _read_time_runs(rows)
+            yield from self._step(port, lambda s: on_value_runs(logic, user_key, s, runs), now)
+            return
         # Back in arrival order: the shuffle may deliver upstream chunks in any order.
         chunks = sorted(decode_ordered(r.data) for r in rows)
         decoded = [(order, decode_items(chunk)) for order, chunk in chunks]
-        logic = self.logics[port]
         values = _values(decoded)
         wal, origins = (self.wal, _origins(decoded)) if logic.uses_wal else (None, None)
         if now >= EOF_MS:  # flushed by an upstream keyed step as the input ended
@@ -184,6 +190,24 @@ class LevelProcessor(StatefulProcessor):
         logic = self.logics[port]
         from flowspark.runtime.task import keys_in_rows  # noqa: PLC0415 pyarrow: tasks only
 
+        if now < EOF_MS and len(times := {r.ts for r in rows}) > 1:
+            # Values read at several system times: each key's runs at their own.
+            runs = [
+                (naive_as_utc_to_ms(at), keys_in_rows(r.data for r in rows if r.ts == at))
+                for at in sorted(times)
+            ]
+            keys = sorted({k for _, by_key_at in runs for k in by_key_at})
+
+            def key_runs(k: str, state: Any) -> Outcome:
+                mine = [
+                    (at, [v for _, data in by_key_at[k] for v in decode_items(data)])
+                    for at, by_key_at in runs
+                    if k in by_key_at
+                ]
+                return on_value_runs(logic, k, state, mine)
+
+            yield from self._bucket_step(port, keys, key_runs, now)
+            return
         by_key = keys_in_rows(r.data for r in rows)  # decoded at each key's turn
         call: Callable[[str, Any, list[Any]], Outcome]
         if now >= EOF_MS:  # flushed by an upstream keyed step as the input ended
@@ -357,6 +381,18 @@ class LevelProcessor(StatefulProcessor):
                 yield from self._run(r.port, None, ts, decode_items(r.data))
             else:
                 yield Row(port=r.port, key=None, data=r.data, ts=r.ts)
+
+
+def _read_time_runs(rows: list[Row]) -> list[tuple[int, list[Any]]]:
+    """One key's values by the system time they were read at (the rows' time),
+    earliest first, each run in arrival order."""
+    by_time: dict[int, list[tuple[int, Any]]] = {}
+    for row in rows:
+        by_time.setdefault(naive_as_utc_to_ms(row.ts), []).append(decode_ordered(row.data))
+    return [
+        (at, [v for _, chunk in sorted(chunks) for v in decode_items(chunk)])
+        for at, chunks in sorted(by_time.items())
+    ]
 
 
 def _values(decoded: list[tuple[int, Any]]) -> list[Any]:

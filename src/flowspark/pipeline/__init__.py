@@ -4,15 +4,18 @@
 >>> flow = load('''
 ... apiVersion: numaflow.numaproj.io/v1alpha1
 ... kind: Pipeline
-... metadata: {name: tiny}
+... metadata: {name: simple}
 ... spec:
 ...   vertices:
-...     - {name: in, source: {generator: {rpu: 1, duration: 1s}}}
-...     - {name: out, sink: {blackhole: {}}}
-...   edges: [{from: in, to: out}]
+...     - {name: in, source: {generator: {rpu: 5, duration: 1s}}}
+...     - {name: cat, udf: {container: {image: quay.io/numaio/numaflow-go/map-cat:stable}}}
+...     - {name: out, sink: {log: {}}}
+...   edges:
+...     - {from: in, to: cat}
+...     - {from: cat, to: out}
 ... ''')
->>> flow.flow_id
-'tiny'
+>>> flow.flow_id, [s.step_id for s in flow.steps]
+('simple', ['in', 'cat', 'out'])
 """
 
 from flowspark.pipeline.build import build, load, secret_env_name

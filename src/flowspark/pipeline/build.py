@@ -6,23 +6,8 @@ merge (a join). Sources read Numaflow datums (``http``: the journal the HTTP
 server writes; ``generator``), a source ``transformer`` and map vertices run
 their Python handler (or a pre-1.6 builtin), ``groupBy`` vertices run
 ``reduce_stream`` (fixed/sliding windows) or ``accumulate``, and sinks write
-Numaflow's log lines, nothing (blackhole) or call a ``Sinker``.
-
->>> flow = load('''
-... apiVersion: numaflow.numaproj.io/v1alpha1
-... kind: Pipeline
-... metadata: {name: simple}
-... spec:
-...   vertices:
-...     - {name: in, source: {generator: {rpu: 5, duration: 1s}}}
-...     - {name: cat, udf: {container: {image: quay.io/numaio/numaflow-go/map-cat:stable}}}
-...     - {name: out, sink: {log: {}}}
-...   edges:
-...     - {from: in, to: cat}
-...     - {from: cat, to: out}
-... ''')
->>> [s.step_id for s in flow.steps]
-['in', 'cat', 'out']
+Numaflow's log lines, nothing (blackhole) or call a ``Sinker`` (an example:
+:mod:`flowspark.pipeline`).
 """
 
 from __future__ import annotations
@@ -32,6 +17,7 @@ import os
 import re
 import tempfile
 from collections.abc import Mapping
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -145,11 +131,20 @@ def build(
         for i, v in enumerate(spec.vertices)
         if v.partitions > 1
     ]
+    storage = [f for f in ignored if f.endswith(".groupBy.storage")]
+    ignored = [f for f in ignored if f not in storage]
     if ignored:
         log.warning(
             "pipeline %s: ignoring fields that only matter on Kubernetes: %s",
             spec.name,
             ", ".join(ignored),
+        )
+    if storage:
+        log.info(
+            "pipeline %s: groupBy.storage is checked as Numaflow checks it and has no "
+            "effect here: keyed state lives in Spark's state store under the recovery "
+            "directory (-r)",
+            spec.name,
         )
     builder = _Builder(
         spec, base_dir or Path.cwd(), dict(udfs or {}), dict(secrets or {}), dict(outputs or {})
@@ -386,17 +381,7 @@ class _Builder:
         on_success = (
             None if sink.on_success is None else self._output(vertex, sink.on_success, ".ons")
         )
-        retry = None
-        if sink.retry is not None:
-            r = sink.retry
-            retry = RetryPolicy(
-                on_failure=r.on_failure,
-                interval=r.interval,
-                steps=r.steps,
-                factor=r.factor,
-                cap=r.cap,
-                jitter=r.jitter,
-            )
+        retry = None if sink.retry is None else RetryPolicy(**asdict(sink.retry))
         handler = getattr(server, "handler", server)
         return UdSinkOutput(
             handler, vertex.name, fallback=fallback, on_success=on_success, retry=retry

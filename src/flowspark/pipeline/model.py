@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Literal
 
+from flowspark.shared.retry import RetryFields
+
 __all__ = [
     "BuiltinSpec",
     "ContainerSpec",
@@ -189,16 +191,8 @@ class UdfSpec:
 
 
 @dataclass(frozen=True)
-class RetryStrategy:
-    """A sink's ``retryStrategy``: ``on_failure`` is ``retry``, ``fallback`` or ``drop``;
-    ``steps`` ``None`` and ``cap`` ``None`` mean unbounded."""
-
-    on_failure: str = "retry"
-    interval: timedelta = timedelta(milliseconds=1)
-    steps: int | None = None
-    factor: float = 1.0
-    cap: timedelta | None = None
-    jitter: float = 0.0
+class RetryStrategy(RetryFields):
+    """A sink's ``retryStrategy``, as the spec gives it (see :class:`RetryFields`)."""
 
 
 @dataclass(frozen=True)

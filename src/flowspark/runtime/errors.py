@@ -49,7 +49,7 @@ from typing import Any
 
 import cloudpickle
 
-from flowspark.runtime.user_traceback import Part, capture, render
+from flowspark.runtime.user_traceback import WRAPPED, Part, capture, render
 
 __all__ = [
     "StepError",
@@ -95,14 +95,41 @@ def _safe_str(exc: BaseException) -> str:
 
 
 def _function_name(fn: Any) -> str:
+    """The name of the user's function: its qualified name; for a wrapper of ours (a
+    private class), the name of the handler it wraps, never the wrapper's.
+
+    >>> import functools
+    >>> _function_name(functools.partial(len))
+    'len'
+    """
     if isinstance(fn, str):
         return fn
-    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
-    return name or type(fn).__name__
+    for _ in range(4):  # wrappers of wrappers, not forever
+        name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+        if isinstance(name, str) and name:
+            return name
+        if not type(fn).__name__.startswith("_") and not hasattr(fn, "func"):
+            return type(fn).__name__  # a callable object of the user's class
+        inner = next((getattr(fn, a) for a in WRAPPED if getattr(fn, a, None) is not None), None)
+        if inner is None:
+            break
+        fn = inner
+    name = type(fn).__name__
+    return name.lstrip("_") or "handler"
+
+
+def _item_text(item: Any) -> str:
+    """The item's repr, cut; a keyed handler's failure without a datum at hand (while
+    it started or closed) names the key only, not ``datum None``."""
+    text = short_repr(item)
+    if text.startswith("key ") and getattr(item, "datum", True) is None:
+        return text.partition(", datum ")[0]
+    return text
 
 
 def _message(step_id: str, function: str, item: str, error: str) -> str:
-    return f"step {step_id!r} ({function}) failed on item {item}: {error}"
+    on = item if item.startswith("key ") else f"item {item}"  # a keyed handler's key
+    return f"step {step_id!r} ({function}) failed on {on}: {error}"
 
 
 class StepError(Exception):
@@ -285,7 +312,7 @@ def user_error(step_id: str, function: Any, item: Any, exc: BaseException) -> Ba
     ``function`` is a callable or a name; ``item`` the item itself (its repr is cut).
     """
     error_text = f"{type(exc).__name__}: {_cut(_safe_str(exc), MESSAGE_LIMIT)}"
-    return _combine(step_id, _function_name(function), short_repr(item), error_text, exc)
+    return _combine(step_id, _function_name(function), _item_text(item), error_text, exc)
 
 
 # -- worker to driver ------------------------------------------------------------------
@@ -363,7 +390,7 @@ def step_failure(step_id: str, fn: Any, item: Any, exc: BaseException) -> Remote
     failure = _Failure(
         step_id=step_id,
         function=_function_name(fn),
-        item=short_repr(item),
+        item=_item_text(item),
         error_type=type(exc).__name__,
         error_message=message,
         worker_traceback=capture(exc),

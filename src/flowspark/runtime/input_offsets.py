@@ -157,10 +157,12 @@ class SeekableOffsets:
                 else:
                     e = self.input.batch_limit(part, s, e)
                 if self.max_batch_items is not None:
-                    # A per-batch cap: whole source batches, as many as the items allow.
-                    batches = max(1, budget_items // max(1, self.input.batch_size))
-                    e = self.input.offset_after(part, s, e, batches)
-                    budget_items = max(1, budget_items - (batches * self.input.batch_size))
+                    # A per-batch cap over all parts: at most ``budget_items`` more.
+                    if budget_items <= 0:
+                        e = s
+                    else:
+                        e, taken = self.input.offset_after_items(part, s, e, budget_items)
+                        budget_items -= taken
             latest[part] = e
         for part, s in begun.items():
             latest.setdefault(part, s)

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple, Protocol
 from flowspark.runtime.errors import step_failure
 from flowspark.runtime.windowing import EOF_MS
 
-__all__ = ["Outcome", "KeyedCall", "KeyedLogic", "Wal", "HandlerFactory"]
+__all__ = ["Outcome", "KeyedCall", "KeyedLogic", "Wal", "HandlerFactory", "on_value_runs"]
 
 
 class Wal(Protocol):
@@ -87,6 +87,30 @@ class Outcome:
     emitted: list[Any] = field(default_factory=list)
     late: list[Any] = field(default_factory=list)
     wake: int | None = None
+
+
+def on_value_runs(
+    logic: KeyedLogic, key: str, state: Any, runs: Sequence[tuple[int, Sequence[Any]]]
+) -> Outcome:
+    """``logic.on_values`` for each ``(now, values)`` run of one key in turn (the
+    values read at each system time), as one outcome: the last state and wake time,
+    everything emitted and late in order.
+
+    >>> class Count(KeyedLogic):
+    ...     def on_values(self, call):
+    ...         n = (call.state or 0) + len(call.values)
+    ...         return Outcome(n, emitted=[(call.now, n)], wake=call.now + 10)
+    >>> out = on_value_runs(Count(), "k", None, [(100, "ab"), (250, "c")])
+    >>> out.state, out.emitted, out.wake
+    (3, [(100, 2), (250, 3)], 260)
+    """
+    total = Outcome(state)
+    for now, values in runs:
+        outcome = logic.on_values(KeyedCall(key, total.state, now, values))
+        total.state, total.wake = outcome.state, outcome.wake
+        total.emitted += outcome.emitted
+        total.late += outcome.late
+    return total
 
 
 class KeyedLogic:

@@ -15,9 +15,9 @@ import base64
 import pickle
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from flowspark.api.inputs import DynamicInput, PartitionedInput, Split
 from flowspark.runtime import pickling
@@ -44,6 +44,9 @@ EMPTY_BATCH_COOLDOWN = 0.001
 # per part (seconds), and at most this many items ahead of the batches.
 BACKGROUND_POLL_SECONDS = 0.005
 BACKGROUND_MAX_ITEMS = 1_000_000
+# Items read within this long of a run's first read share its time (ms): the
+# system time a clock judges them at (see :func:`stamp_runs`).
+STAMP_QUANTUM_MS = 100
 
 
 def wake_time(awake: datetime | None, had_items: bool) -> float:
@@ -56,14 +59,37 @@ def wake_time(awake: datetime | None, had_items: bool) -> float:
 
 
 class ItemsSplit(Split):
-    """Items read on the driver, shipped encoded inside the partition."""
+    """Items read on the driver, shipped encoded inside the partition, with the wall
+    time (ms) each run of them was read at: ``stamps`` is ``[(count, ms), ...]`` over
+    the items in order (``None``: not known, the batch's time stands for them)."""
 
-    def __init__(self, data: bytes, upstream: int | None = None) -> None:
+    def __init__(
+        self, data: bytes, upstream: int | None = None, stamps: list[tuple[int, int]] | None = None
+    ) -> None:
         self.data = data
         self.upstream = upstream
+        self.stamps = stamps
 
     def read(self) -> Iterator[Any]:
         yield decode_items(self.data)
+
+    def read_stamped(self) -> Iterator[tuple[int | None, Sequence[Any]]]:
+        """``(read time in ms or None, items)`` runs, in order.
+
+        >>> split = ItemsSplit(encode_items([1, 2, 3]), stamps=[(2, 10), (1, 250)])
+        >>> [(ms, list(items)) for ms, items in split.read_stamped()]
+        [(10, [1, 2]), (250, [3])]
+        """
+        items = decode_items(self.data)
+        if not self.stamps:
+            yield None, items
+            return
+        at = 0
+        for count, ms in self.stamps:
+            yield ms, items[at : at + count]
+            at += count
+        if at < len(items):
+            yield None, items[at:]
 
 
 def _b64(obj: Any) -> str:
@@ -74,25 +100,89 @@ def _unb64(text: str) -> Any:
     return pickle.loads(base64.b64decode(text))
 
 
+class _Read(NamedTuple):
+    """One non-empty ``next_batch`` read in the planning process: its number in the
+    part, its items, the wall time it was read at (ms) and the part's position after
+    it (``{"n", "state"[, "wm"]}``)."""
+
+    n: int
+    items: list[Any]
+    at_ms: int
+    pos: dict
+
+
+def _position(pos: dict | None) -> tuple[int, int]:
+    """``(batches, items of the next batch)`` an offset says were handed out."""
+    return (pos["n"], pos.get("k", 0)) if pos else (0, 0)
+
+
+def _read_state(pos: dict) -> dict:
+    """A handed-out offset without what only the hand-out needs (stamps, a cut)."""
+    return {k: v for k, v in pos.items() if k not in ("k", "at")}
+
+
+def stamp_runs(reads: list[_Read]) -> list[list[int]]:
+    """The read times of ``reads`` as ``[[n, ms], ...]``: from batch ``n`` on, items
+    were read at ``ms``, until the next entry. Reads less than ``STAMP_QUANTUM_MS``
+    after a run's first share its time (the earlier one: an item is never judged
+    as read later than it was).
+
+    >>> reads = [_Read(n, [n], at, {}) for n, at in [(1, 1000), (2, 1050), (3, 1300)]]
+    >>> stamp_runs(reads)
+    [[1, 1000], [3, 1300]]
+    """
+    runs: list[list[int]] = []
+    for read in reads:
+        if not runs or read.at_ms - runs[-1][1] >= STAMP_QUANTUM_MS:
+            runs.append([read.n, read.at_ms])
+    return runs
+
+
+def stamp_of(runs: list[list[int]] | None, n: int) -> int | None:
+    """The read time ``runs`` (see :func:`stamp_runs`) give batch ``n`` (``None``: none).
+
+    >>> stamp_of([[1, 1000], [3, 1300]], 2), stamp_of([[1, 1000], [3, 1300]], 5)
+    (1000, 1300)
+    """
+    found = None
+    for first, ms in runs or []:
+        if first > n:
+            break
+        found = ms
+    return found
+
+
 class DriverReadOffsets:
     """Offsets of a bytewax input read in the planning process.
 
-    ``{"parts": {part: {"n": batches read, "state": snapshot}}, "eof": [parts]}``
+    ``{"parts": {part: {"n": batches, "state": snapshot[, "k": items, "at": stamps]}},
+    "eof": [parts]}``: ``n`` whole source batches and the first ``k`` items of the
+    next one were handed out (``k``: a batch cut by ``max_batch_items``), ``state``
+    is the part's snapshot after batch ``n``, and ``at`` the read times of the
+    batches this offset adds (:func:`stamp_runs`), kept so a replay stamps its items
+    as the first attempt did.
 
     ``until_end``: a part is read until ``StopIteration``, when its ``next_awake``
     says. Otherwise (what is available now) a part is done for this run the first
     time it has nothing at once; it is not marked ended, so a later run reads on.
     """
 
-    def __init__(self, spec: InputSpec, per_batch_epochs: bool, until_end: bool) -> None:
+    def __init__(
+        self,
+        spec: InputSpec,
+        per_batch_epochs: bool,
+        until_end: bool,
+        max_batch_items: int | None = None,
+    ) -> None:
         self.spec = spec
         self.per_batch_epochs = per_batch_epochs
         self.until_end = until_end
+        self.cap = max_batch_items  # the most items one micro-batch takes from this input
         self.sources: dict[str, Any] = {}
-        self.states: dict[str, dict] = {}
+        self.states: dict[str, dict] = {}  # part -> position after its last read
         self.eof: set[str] = set()
         self.drained: set[str] = set()  # nothing more available now (not until_end)
-        self.buffer: dict[str, list[tuple[int, list[Any]]]] = {}  # part -> [(n after, items)]
+        self.buffer: dict[str, list[_Read]] = {}  # reads not yet committed
         self.wake: dict[str, float] = {}  # part -> wall time it may be read again
         self.opened = False
         # Background polling (until_end, not per-batch epochs): one thread, one lock.
@@ -127,7 +217,7 @@ class DriverReadOffsets:
         begun = start.get("parts", {})
         self.eof = set(start.get("eof", []))
         for part in self._parts():
-            pos = begun.get(part, {"n": 0, "state": None})
+            pos = _read_state(begun.get(part, {"n": 0, "state": None}))
             self.states[part] = pos
             if self.marks is not None:
                 self.marks.open(part, pos.get("wm", MIN_WATERMARK))
@@ -166,6 +256,7 @@ class DriverReadOffsets:
             except StopIteration:
                 self._end_part(part)
                 break
+            at_ms = int(wall_time() * 1000)  # when the item was read: its system time
             awake = self._call(f"part {part!r}: next_awake()", source.next_awake)
             self.wake[part] = wake_time(awake, bool(items))
             if not items:
@@ -176,25 +267,37 @@ class DriverReadOffsets:
                 self.marks.read(part, items, self.spec.step_id)
             n = self.states[part]["n"] + 1
             self.states[part] = self._snapshot(part, n)
-            self.buffer.setdefault(part, []).append((n, items))
+            self.buffer.setdefault(part, []).append(_Read(n, items, at_ms, self.states[part]))
             got += len(items)
             if self.per_batch_epochs:
                 break
         return got
 
+    def _pending(self, begun: dict) -> int:
+        """Items read but not handed out by the offsets ``begun``."""
+        total = 0
+        for part, reads in self.buffer.items():
+            n, k = _position(begun.get(part))
+            total += sum(len(r.items) - (k if r.n == n + 1 else 0) for r in reads if r.n > n)
+        return total
+
     def latest(self, start: dict, budget_items: int) -> dict:
         with self.lock:
             self._open(start)
+            begun = start.get("parts", {})
             if self.failure is not None:
-                if self.read_ahead:  # hand out what was read before the failure first
+                if self._pending(begun):  # hand out what was read before the failure first
                     self.read_ahead = 0
-                    return {"parts": dict(self.states), "eof": sorted(self.eof)}
+                    return self._hand_out(begun)
                 raise self.failure
-            deadline = wall_time() + DRIVER_READ_MAX_SECONDS
-            budget_items = max(1, budget_items - self.read_ahead)
-            for part in self._live():
-                got = self._pull(part, budget_items, deadline)
-                budget_items = max(1, budget_items - got)
+            pending = self._pending(begun)
+            if self.cap is None or pending < self.cap:
+                deadline = wall_time() + DRIVER_READ_MAX_SECONDS
+                wanted = budget_items if self.cap is None else self.cap
+                budget_items = max(1, wanted - max(self.read_ahead, pending))
+                for part in self._live():
+                    got = self._pull(part, budget_items, deadline)
+                    budget_items = max(1, budget_items - got)
             if self.marks is not None:
                 for part in self._live():
                     if self.marks.idle_step(part):
@@ -205,7 +308,49 @@ class DriverReadOffsets:
             if self.until_end and not self.per_batch_epochs and self.poller is None:
                 self.poller = threading.Thread(target=self._poll, daemon=True)
                 self.poller.start()
-            return {"parts": dict(self.states), "eof": sorted(self.eof)}
+            return self._hand_out(begun)
+
+    def _hand_out(self, begun: dict) -> dict:
+        """The offsets after what ``begun`` handed out: every read since, or as many
+        items as the cap allows (cutting a source batch when it must)."""
+        room = self.cap
+        parts: dict[str, dict] = {}
+        behind: set[str] = set()  # parts whose reads are not all handed out
+        for part, state in self.states.items():
+            known = begun.get(part)
+            n, k = _position(known)
+            beyond = [r for r in self.buffer.get(part, []) if r.n > n]
+            if not beyond:
+                # Nothing new: the offset handed out before, unless the part's own
+                # position moved (a watermark step of an idle part).
+                parts[part] = known if known and _read_state(known) == state else state
+                continue
+            initial = known or {"n": 0, "state": None}
+            taken: list[_Read] = []
+            end: dict = initial
+            for read in beyond:
+                skip = k if read.n == n + 1 else 0
+                size = len(read.items) - skip
+                if room is not None and size > room:
+                    if room > 0:  # a cut: ``room`` more items of this batch
+                        taken.append(read)
+                        before = taken[-2].pos if len(taken) > 1 else initial
+                        end = {**_read_state(before), "k": skip + room}
+                        room = 0
+                    break
+                taken.append(read)
+                end = read.pos
+                if room is not None:
+                    room -= size
+            if not taken or taken[-1] is not beyond[-1] or "k" in end:
+                behind.add(part)
+            if not taken:  # no room left in this micro-batch
+                parts[part] = initial
+                continue
+            parts[part] = {**end, "at": stamp_runs(taken)}
+        # A part that ended is said to have ended once all it read is handed out: a
+        # restart must build it again to read the rest.
+        return {"parts": parts, "eof": sorted(self.eof - behind)}
 
     def _poll(self) -> None:
         """The background poller: read every part when its ``next_awake`` says."""
@@ -231,8 +376,16 @@ class DriverReadOffsets:
             time.sleep(min(MAX_WAIT_SECONDS, max(BACKGROUND_POLL_SECONDS, pause)))
 
     def ended(self, data: dict) -> bool:
+        """Whether every part has ended and ``data`` hands out all that was read."""
         with self.lock:
-            return not self._live()
+            if self._live():
+                return False
+            parts = data.get("parts", {})
+            for part, reads in self.buffer.items():
+                n, k = _position(parts.get(part))
+                if any(r.n > n for r in reads):
+                    return False
+            return True
 
     def next_wake(self) -> float | None:
         """The earliest wall time a live part may have items (``None``: none live)."""
@@ -254,25 +407,43 @@ class DriverReadOffsets:
         begun = start.get("parts", {})
         out: list[Split] = []
         for part, pos in end.get("parts", {}).items():
-            lo = begun.get(part, {"n": 0})["n"]
-            if pos["n"] <= lo:
+            n0, k0 = _position(begun.get(part))
+            n1, k1 = _position(pos)
+            if (n1, k1) <= (n0, k0):
                 continue
+            last = n1 + 1 if k1 else n1  # the last batch some of whose items are in
             with self.lock:
-                buffered = [items for n, items in self.buffer.get(part, []) if lo < n <= pos["n"]]
-            if len(buffered) != pos["n"] - lo:  # a replay after a restart: read it again
-                buffered = self._reread(part, begun.get(part), pos, pos["n"] - lo)
-            items = [x for chunk in buffered for x in chunk]
-            out.append(ItemsSplit(encode_items(items), upstream_id(self.spec.step_id, part)))
+                buffered = [r.items for r in self.buffer.get(part, []) if n0 < r.n <= last]
+            if len(buffered) != last - n0:  # a replay after a restart: read it again
+                buffered = self._reread(part, begun.get(part), pos, last - n0, exact=not k1)
+            items: list[Any] = []
+            runs: list[tuple[int, int]] = []
+            for n, chunk in enumerate(buffered, start=n0 + 1):
+                piece = chunk[k0 if n == n0 + 1 else 0 : k1 if k1 and n == last else None]
+                items.extend(piece)
+                ms = stamp_of(pos.get("at"), n)
+                if ms is None:
+                    continue
+                if runs and runs[-1][1] == ms:
+                    runs[-1] = (runs[-1][0] + len(piece), ms)
+                else:
+                    runs.append((len(piece), ms))
+            stamps = runs if runs and sum(c for c, _ in runs) == len(items) else None
+            upstream = upstream_id(self.spec.step_id, part)
+            out.append(ItemsSplit(encode_items(items), upstream, stamps))
         return out
 
-    def _reread(self, part: str, pos: dict | None, end: dict, batches: int) -> list[list[Any]]:
-        """Read again from the snapshot at ``pos`` up to the one at ``end``: exactly
-        to ``end``'s snapshot when the source has ``limit_to``, else ``batches``
-        non-empty batches, honouring the source's pacing as the first read did."""
+    def _reread(
+        self, part: str, pos: dict | None, end: dict, batches: int, exact: bool = True
+    ) -> list[list[Any]]:
+        """Read again from the snapshot at ``pos``: up to the one at ``end`` when the
+        source has ``limit_to`` (and ``exact``: ``end`` is not within a batch), else
+        ``batches`` non-empty batches, honouring the source's pacing as the first
+        read did."""
         state = _unb64(pos["state"]) if pos and pos.get("state") else None
         source = self._build(part, state)
         chunks: list[list[Any]] = []
-        limit_to = getattr(source, "limit_to", None)
+        limit_to = getattr(source, "limit_to", None) if exact else None
         end_state = _unb64(end["state"]) if limit_to and end.get("state") else None
         if end_state is not None and limit_to is not None:
             limit_to(end_state)
@@ -297,6 +468,4 @@ class DriverReadOffsets:
     def commit(self, end: dict) -> None:
         with self.lock:
             for part, pos in end.get("parts", {}).items():
-                self.buffer[part] = [
-                    (n, items) for n, items in self.buffer.get(part, []) if n > pos["n"]
-                ]
+                self.buffer[part] = [r for r in self.buffer.get(part, []) if r.n > pos["n"]]

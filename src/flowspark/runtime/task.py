@@ -346,9 +346,10 @@ def leaving_rows(
 
 
 def _reading(
-    step_id: str | None, feeds: Iterable[tuple[int, Items]]
-) -> Iterator[tuple[int, Items]]:
-    """``feeds``; a failure to read them (a file input's bad byte) names the input step."""
+    step_id: str | None, feeds: Iterable[tuple[Any, ...]], ts_ms: int
+) -> Iterator[tuple[int, Items, int]]:
+    """``feeds`` as ``(entry, items, ts)`` (a feed without its own time has the
+    batch's); a failure to read them (a file input's bad byte) names the input step."""
     feeding = iter(feeds)
     while True:
         try:
@@ -359,18 +360,20 @@ def _reading(
             if step_id is None:
                 raise
             raise step_failure(step_id, "reading the input", "its next items", exc) from exc
-        yield feed
+        yield (feed[0], feed[1], feed[2] if len(feed) > 2 else ts_ms)
 
 
 def run_program(
     program: StageProgram,
-    feeds: Iterable[tuple[int, Items]],
+    feeds: Iterable[tuple[int, Items] | tuple[int, Items, int]],
     ctx: StageContext,
     spread: int = 1,
     ts_ms: int = 0,
     upstream: int | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """Run ``program`` over ``(entry step, items)`` feeds; yield rows of what leaves.
+    """Run ``program`` over ``(entry step, items[, ts])`` feeds; yield rows of what
+    leaves, at the feed's ``ts`` (the system time its items were read at) or else at
+    ``ts_ms``.
 
     Items bound for a later level are cut into ``spread`` pieces so the
     exchange in between can spread them over partitions. Keyed chunks carry
@@ -384,7 +387,13 @@ def run_program(
     order = upstream if upstream is not None else ctx.worker << 32
     keyed = KeyedBuffer(program, whole=ts_ms == WHOLE_INPUT_MS)
     read = 0
-    for entry, items in _reading(program.reads, feeds):
+    at = ts_ms  # the time of the rows gathered so far
+    for entry, items, feed_ts in _reading(program.reads, feeds, ts_ms):
+        if feed_ts != at:  # rows at another time: what is gathered leaves first
+            rows.extend(keyed.drain())
+            if rows:
+                yield rows.take(at)
+            at = feed_ts
         order += 1
         read += len(items)
         with captured:
@@ -396,7 +405,7 @@ def run_program(
         if keyed.full():
             rows.extend(keyed.drain())
         if rows.ready():
-            yield rows.take(ts_ms)
+            yield rows.take(at)
     rows.extend(keyed.drain())
     if program.reads is not None and read:  # what the input step read, for observers
         rows.add(READ_COUNT_PORT, None, encode_count(program.reads, read))
@@ -405,4 +414,4 @@ def run_program(
         times = encode_event_times(program.reads, part, keyed.least, keyed.latest)
         rows.add(EVENT_TIME_PORT, None, times)
     if rows:
-        yield rows.take(ts_ms)
+        yield rows.take(at)

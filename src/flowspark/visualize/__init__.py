@@ -36,9 +36,10 @@ The modules: :mod:`~flowspark.visualize.graph` (a flow as nodes and edges),
 :mod:`~flowspark.visualize.layout`, :mod:`~flowspark.visualize.html`) and
 :mod:`~flowspark.visualize.command` (the command line).
 
-Exit status: 0 when the picture was written, 1 when the target, the progress
-file or the output file could not be used (one line on stderr), 2 for bad
-arguments.
+Exit status, as ``python -m flowspark.run``'s: 0 when the picture was written, 2
+when the target, the progress file or a flag cannot be used (one line on stderr
+naming the file and line; ``--verbose`` adds the traceback), 1 when the output file
+cannot be written, 32 (quietly) when standard output was closed (``| head``).
 
 >>> from flowspark.dataflow import Dataflow
 >>> from flowspark.testing import TestingInput, TestingOutput

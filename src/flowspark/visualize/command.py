@@ -1,4 +1,11 @@
-"""The command line of ``python -m flowspark.visualize`` (see :mod:`flowspark.visualize`)."""
+"""The command line of ``python -m flowspark.visualize`` (see :mod:`flowspark.visualize`).
+
+Exit status, as ``python -m flowspark.run``'s: 0 when the picture was written, 2 when
+the target, the progress file or a flag cannot be used (one line on stderr naming the
+file and line), 1 when the output file cannot be written, 32 (quietly) when standard
+output was closed (``| head``). ``--verbose`` adds the traceback of a target that
+raised while it was imported.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +14,13 @@ import dataclasses
 import logging
 import sys
 import tempfile
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from flowspark import cli
+from flowspark.connectors.stdio import silence_stdout
 from flowspark.pipeline import PipelineSpecError, load_spec
 from flowspark.visualize.figures import Figures, read_progress
 from flowspark.visualize.graph import FlowGraph, flow_graph
@@ -28,7 +37,8 @@ _SUFFIXES |= {".html": "html", ".htm": "html"}
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = cli.OneLineParser(
+        name=PROG,
         prog="python -m flowspark.visualize",
         description="Draw a flowspark Dataflow or a Numaflow pipeline (never starts Spark).",
     )
@@ -50,6 +60,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PROGRESS",
         help="a progress file (JSON lines, one object per micro-batch): figures in labels",
     )
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show the whole traceback when the target raises while it is imported",
+    )
     numaflow = p.add_argument_group("Numaflow pipelines (TARGET is a .yaml file)")
     cli.add_pipeline_options(
         numaflow,
@@ -59,28 +74,42 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _fail(message: str) -> SystemExit:
-    """``flowspark.run``'s resolution errors, reworded as ours: one line."""
-    text = str(message).replace("flowspark.run:", f"{PROG}:", 1)
-    if not text.startswith(f"{PROG}:"):
-        text = f"{PROG}: {text}"
-    return SystemExit(" ".join(text.split("\n")))
+class _Failure(SystemExit):
+    """One line for stderr (``code``) and the exit status; ``detail`` is the exception
+    ``--verbose`` shows the traceback of."""
+
+    def __init__(self, line: str, status: int, detail: BaseException | None = None) -> None:
+        super().__init__(line)
+        self.status = status
+        self.detail = detail
+
+
+def _fail(message: str, status: int = cli.EXIT_USAGE) -> _Failure:
+    """``message`` (one line) as ours: ``flowspark.visualize: message``."""
+    return _Failure(f"{PROG}: {' '.join(str(message).split())}", status)
+
+
+def _load_failure(exc: BaseException) -> _Failure:
+    """What loading the target raised, as ``flowspark.run`` says it (file and line)."""
+    detail = exc.detail if isinstance(exc, cli.LoadError) else exc
+    return _Failure(cli.describe_load_error(exc, PROG), cli.EXIT_USAGE, detail)
 
 
 def load_target(target: str, udfs: Sequence[str] = (), secrets: Sequence[str] = ()) -> Any:
     """The Dataflow ``target`` names (loaded as ``flowspark.run`` loads it), or a
-    pipeline's spec when its handlers cannot be loaded; raises ``SystemExit`` with one line.
+    pipeline's spec when its handlers cannot be loaded; raises ``SystemExit`` with one
+    line (its ``status`` the exit status).
     """
     if target.endswith((".yaml", ".yml")):
         return _load_pipeline(target, udfs, secrets)
     try:
         return cli.load_flow(target, udfs, secrets)
-    except SystemExit as exc:
-        if isinstance(exc.code, str):
-            raise _fail(exc.code) from None
+    except cli.LoadError as exc:
+        raise _load_failure(exc) from None
+    except SystemExit as exc:  # the user's module called sys.exit()
         raise _fail(f"{target!r} exited while being imported (status {exc.code})") from None
     except Exception as exc:  # the user's module failed while being imported
-        raise _fail(f"cannot load {target!r}: {type(exc).__name__}: {exc}") from None
+        raise _load_failure(exc) from None
 
 
 def _load_pipeline(target: str, udfs: Sequence[str], secrets: Sequence[str]) -> Any:
@@ -89,8 +118,8 @@ def _load_pipeline(target: str, udfs: Sequence[str], secrets: Sequence[str]) -> 
     try:  # a malformed flag is an error, not a reason to draw the spec only
         cli.parse_pairs(udfs, "--udf")
         cli.parse_pairs(secrets, "--secret")
-    except SystemExit as exc:
-        raise _fail(str(exc.code)) from None
+    except cli.LoadError as exc:
+        raise _load_failure(exc) from None
     with tempfile.TemporaryDirectory(prefix="flowspark-visualize-") as scratch:
         # The flow is only drawn: an HTTP source's journal goes to a scratch directory.
         quiet = logging.getLogger("flowspark.pipeline")
@@ -98,17 +127,15 @@ def _load_pipeline(target: str, udfs: Sequence[str], secrets: Sequence[str]) -> 
         quiet.setLevel(logging.ERROR)  # "fields that only matter on Kubernetes": not here
         try:
             return cli.load_flow(target, udfs, secrets, recovery_directory=scratch)
-        except SystemExit as exc:
-            problem = exc.code
-        except Exception as exc:  # a UDF script that fails on import, …
-            problem = f"{type(exc).__name__}: {exc}"
+        except (cli.LoadError, Exception) as exc:  # a UDF script that fails on import, …
+            problem = _load_failure(exc)
         finally:
             quiet.setLevel(level)
     try:
         spec = load_spec(target)
     except (PipelineSpecError, OSError):
-        raise _fail(str(problem)) from None
-    reason = str(problem).replace("flowspark.run: ", "", 1)
+        raise problem from None
+    reason = str(problem.code).replace(f"{PROG}: ", "", 1)
     print(f"{PROG}: drawing the pipeline's vertices only ({reason})", file=sys.stderr)
     return spec
 
@@ -141,15 +168,18 @@ def _figures(path: str, graph: FlowGraph) -> Figures:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the exit status (1 with one line on stderr when it fails)."""
-    args = _parser().parse_args(argv)
+    """Entry point; returns the exit status (see the module doc)."""
+    args = _parser().parse_args(argv)  # bad flags: one line, exit 2
     try:
         return _draw(args)
-    except SystemExit as exc:
-        if not isinstance(exc.code, str):
-            raise
+    except _Failure as exc:
+        if args.verbose and exc.detail is not None:
+            traceback.print_exception(exc.detail)
         print(exc.code, file=sys.stderr)
-        return 1
+        return exc.status
+    except BrokenPipeError:  # | head has read what it wanted
+        silence_stdout()
+        return cli.EXIT_PIPE
 
 
 def _draw(args: argparse.Namespace) -> int:
@@ -166,7 +196,8 @@ def _draw(args: argparse.Namespace) -> int:
         try:
             Path(args.output).write_text(text, encoding="utf-8")
         except OSError as exc:
-            raise _fail(f"cannot write {args.output}: {exc.strerror or exc}") from None
+            raise _fail(f"cannot write {args.output}: {exc.strerror or exc}", 1) from None
     else:
         sys.stdout.write(text)
+        sys.stdout.flush()  # a closed pipe fails here, not at exit
     return 0

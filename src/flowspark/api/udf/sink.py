@@ -39,6 +39,7 @@ from flowspark.api.udf.servers import (
 from flowspark.api.udf.types import MetadataDatum as _BaseDatum
 from flowspark.api.udf.types import (
     _FieldsEq,
+    _reader,
     _SliceFreeList,
     _UserMetadata,
     _validate_message_fields,
@@ -134,15 +135,8 @@ class Message(_FieldsEq, _UserMetadata):
         self._user_metadata = user_metadata
         return self
 
-    @property
-    def keys(self) -> list[str] | None:
-        """The keys (``None`` when not given)."""
-        return self._keys
-
-    @property
-    def value(self) -> bytes:
-        """The payload."""
-        return self._value
+    keys: list[str] | None = _reader("_keys", "The keys (``None`` when not given).")
+    value: bytes = _reader("_value", "The payload.")
 
     def _fields(self) -> tuple[Any, ...]:
         return (self._value, self._keys, self._user_metadata)

@@ -38,6 +38,7 @@ from flowspark.api.udf.types import (
     DROP,
     Messages,
     _Payload,
+    _reader,
     _UserMetadata,
     _validate_message_fields,
 )
@@ -104,10 +105,7 @@ class Message(_Payload, _UserMetadata):
         for the source watermark."""
         return cls(b"", event_time, None, [DROP])
 
-    @property
-    def event_time(self) -> UTCDateTime:
-        """The event time the message continues with."""
-        return self._event_time
+    event_time: UTCDateTime = _reader("_event_time", "The event time the message continues with.")
 
     def _fields(self) -> tuple[Any, ...]:
         return (self._value, self._event_time, self._keys, self._tags)

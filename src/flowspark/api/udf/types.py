@@ -21,6 +21,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator, Sequence
 from datetime import datetime
+from operator import attrgetter
 from typing import Any, ClassVar, TypeVar
 
 from flowspark.api.udf.times import UTCDateTime, as_utc
@@ -64,6 +65,12 @@ def _validate_message_fields(value: Any, keys: Any, tags: Any) -> None:
         raise TypeError(f"Message 'tags' must be a list of strings, got {tags!r}")
 
 
+def _reader(attr: str, doc: str) -> Any:
+    """A read-only property giving the attribute ``attr`` (dotted for a nested one); its
+    type is the annotation of the class attribute it is assigned to."""
+    return property(attrgetter(attr), doc=doc)
+
+
 def _times_of(datum: Any) -> tuple[UTCDateTime, UTCDateTime]:
     """The (event time, watermark) of any datum-like object, as UTC datetimes."""
     return (
@@ -79,10 +86,7 @@ class _UserMetadata:
 
     _user_metadata: Any
 
-    @property
-    def user_metadata(self) -> Any:
-        """The user metadata given at construction (``None`` when none)."""
-        return self._user_metadata
+    user_metadata: Any = _reader("_user_metadata", "The user metadata given (``None`` when none).")
 
 
 # ---------------------------------------------------------------------------------- datums
@@ -146,42 +150,21 @@ class Datum:
         datum._tags = tags
         return datum
 
-    @property
-    def keys(self) -> list[str]:
-        """The keys of the event."""
-        return self._keys
-
-    @property
-    def value(self) -> bytes:
-        """The payload of the event."""
-        return self._value
-
-    @property
-    def event_time(self) -> UTCDateTime:
-        """The event time of the event (aware UTC)."""
-        return self._event_time
-
-    @property
-    def watermark(self) -> UTCDateTime:
-        """The watermark when the event was read (aware UTC)."""
-        return self._watermark
+    keys: list[str] = _reader("_keys", "The keys of the event.")
+    value: bytes = _reader("_value", "The payload of the event.")
+    event_time: UTCDateTime = _reader("_event_time", "The event time of the event (aware UTC).")
+    watermark: UTCDateTime = _reader("_watermark", "The watermark when it was read (aware UTC).")
 
     @property
     def headers(self) -> dict[str, str]:
         """A copy of the headers of the event."""
         return self._headers.copy()
 
-    @property
-    def id(self) -> str:
-        """The id of the event ("" when it has none)."""
-        return self._id
-
-    @property
-    def tags(self) -> list[str]:
-        """The tags the event was forwarded with (flowspark extension)."""
-        return self._tags
+    id: str = _reader("_id", 'The id of the event ("" when it has none).')
+    tags: list[str] = _reader("_tags", "The tags it was forwarded with (flowspark extension).")
 
     def _fields(self) -> tuple[Any, ...]:
+        """The fields, in :meth:`_make`'s order."""
         return (
             self._keys,
             self._value,
@@ -247,47 +230,38 @@ class MetadataDatum(Datum, _UserMetadata):
         fields = (self._fields(), self._user_metadata, self._system_metadata)
         return (type(self)._make_with_metadata, fields)
 
-    @property
-    def system_metadata(self) -> Any:
-        """The system metadata given at construction (``None`` when none)."""
-        return self._system_metadata
+    system_metadata: Any = _reader("_system_metadata", "The system metadata (``None`` when none).")
 
 
-class MapStreamDatum(Datum):
+class _PlainDatum(Datum):
+    """A datum built with pynumaflow's ``Datum(keys, value, event_time, watermark,
+    headers=None)``."""
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        keys: list[str],
+        value: bytes,
+        event_time: datetime,
+        watermark: datetime,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(keys, value, event_time, watermark, headers)
+
+
+class MapStreamDatum(_PlainDatum):
     """pynumaflow's ``mapstreamer.Datum`` (also ``mapper``/``reducer``): headers return a copy."""
 
     __slots__ = ()
 
-    def __init__(
-        self,
-        keys: list[str],
-        value: bytes,
-        event_time: datetime,
-        watermark: datetime,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        super().__init__(keys, value, event_time, watermark, headers)
 
-
-class ReduceStreamDatum(Datum):
+class ReduceStreamDatum(_PlainDatum):
     """pynumaflow's ``reducestreamer.Datum``: ``headers`` returns the internal dict."""
 
     __slots__ = ()
 
-    def __init__(
-        self,
-        keys: list[str],
-        value: bytes,
-        event_time: datetime,
-        watermark: datetime,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        super().__init__(keys, value, event_time, watermark, headers)
-
-    @property
-    def headers(self) -> dict[str, str]:
-        """The headers of the event (the internal dict, like pynumaflow)."""
-        return self._headers
+    headers: dict[str, str] = _reader("_headers", "The headers (the internal dict, as pynumaflow).")
 
 
 class AccumulatorDatum(Datum):
@@ -325,6 +299,15 @@ class _FieldsEq:
         return self._fields() == other._fields()
 
 
+class _FieldsHash(_FieldsEq):
+    """:class:`_FieldsEq` whose hash is that of its (hashable) ``_fields()``."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+
 class _Payload(_FieldsEq):
     """What every message kind with tags reads the same way: value, keys and tags."""
 
@@ -334,20 +317,9 @@ class _Payload(_FieldsEq):
     _keys: list[str]
     _tags: list[str]
 
-    @property
-    def value(self) -> bytes:
-        """The payload."""
-        return self._value
-
-    @property
-    def keys(self) -> list[str]:
-        """The keys for the next vertex."""
-        return self._keys
-
-    @property
-    def tags(self) -> list[str]:
-        """The tags for conditional forwarding."""
-        return self._tags
+    value: bytes = _reader("_value", "The payload.")
+    keys: list[str] = _reader("_keys", "The keys for the next vertex.")
+    tags: list[str] = _reader("_tags", "The tags for conditional forwarding.")
 
 
 class StreamMessage(_Payload):
@@ -447,25 +419,15 @@ class AccumulatorMessage(_Payload):
             id=getattr(datum, "id", ""),
         )
 
-    @property
-    def watermark(self) -> UTCDateTime | None:
-        """The watermark of this message, or None if not set."""
-        return self._watermark
-
-    @property
-    def event_time(self) -> UTCDateTime | None:
-        """The event time of this message, or None if not set."""
-        return self._event_time
+    watermark: UTCDateTime | None = _reader("_watermark", "Its watermark (``None`` when not set).")
+    event_time: UTCDateTime | None = _reader("_event_time", "Its event time (``None``: not set).")
 
     @property
     def headers(self) -> dict[str, str]:
         """A copy of the headers."""
         return self._headers.copy()
 
-    @property
-    def id(self) -> str:
-        """The message id ("" when not set)."""
-        return self._id
+    id: str = _reader("_id", 'The message id ("" when not set).')
 
     def _fields(self) -> tuple[Any, ...]:
         return (
@@ -540,7 +502,7 @@ class Messages(_SliceFreeList[M]):
 # --------------------------------------------------------------------------------- windows
 
 
-class IntervalWindow(_FieldsEq):
+class IntervalWindow(_FieldsHash):
     """The ``[start, end)`` of a window; both stored as UTCDateTime."""
 
     __slots__ = ("_start", "_end")
@@ -549,21 +511,11 @@ class IntervalWindow(_FieldsEq):
         self._start = as_utc(start, "IntervalWindow.start")
         self._end = as_utc(end, "IntervalWindow.end")
 
-    @property
-    def start(self) -> UTCDateTime:
-        """The start of the window."""
-        return self._start
-
-    @property
-    def end(self) -> UTCDateTime:
-        """The end of the window."""
-        return self._end
+    start: UTCDateTime = _reader("_start", "The start of the window.")
+    end: UTCDateTime = _reader("_end", "The end of the window.")
 
     def _fields(self) -> tuple[Any, ...]:
         return (self._start, self._end)
-
-    def __hash__(self) -> int:
-        return hash(self._fields())
 
     def __repr__(self) -> str:
         return f"IntervalWindow(start={self._start!r}, end={self._end!r})"
@@ -577,10 +529,7 @@ class Metadata(_FieldsEq):
     def __init__(self, interval_window: IntervalWindow) -> None:
         self._interval_window = interval_window
 
-    @property
-    def interval_window(self) -> IntervalWindow:
-        """The window being reduced."""
-        return self._interval_window
+    interval_window: IntervalWindow = _reader("_interval_window", "The window being reduced.")
 
     def _fields(self) -> tuple[Any, ...]:
         return (self._interval_window,)
@@ -592,7 +541,7 @@ class Metadata(_FieldsEq):
         return f"Metadata(interval_window={self._interval_window!r})"
 
 
-class ReduceWindow(_FieldsEq):
+class ReduceWindow(_FieldsHash):
     """A reduce window: an :class:`IntervalWindow` plus its slot."""
 
     __slots__ = ("_window", "_slot")
@@ -601,31 +550,13 @@ class ReduceWindow(_FieldsEq):
         self._window = IntervalWindow(start, end)
         self._slot = slot
 
-    @property
-    def start(self) -> UTCDateTime:
-        """The start of the window."""
-        return self._window.start
-
-    @property
-    def end(self) -> UTCDateTime:
-        """The end of the window."""
-        return self._window.end
-
-    @property
-    def slot(self) -> str:
-        """The slot of the window."""
-        return self._slot
-
-    @property
-    def window(self) -> IntervalWindow:
-        """The interval window."""
-        return self._window
+    start: UTCDateTime = _reader("_window.start", "The start of the window.")
+    end: UTCDateTime = _reader("_window.end", "The end of the window.")
+    slot: str = _reader("_slot", "The slot of the window.")
+    window: IntervalWindow = _reader("_window", "The interval window.")
 
     def _fields(self) -> tuple[Any, ...]:
         return (self._window, self._slot)
-
-    def __hash__(self) -> int:
-        return hash(self._fields())
 
     def __repr__(self) -> str:
         return f"ReduceWindow(start={self.start!r}, end={self.end!r}, slot={self._slot!r})"
@@ -645,10 +576,7 @@ class KeyedWindow(ReduceWindow):
         super().__init__(start, end, slot)
         self._keys: list[str] = [] if keys is None else keys
 
-    @property
-    def keys(self) -> list[str]:
-        """The keys the window belongs to."""
-        return self._keys
+    keys: list[str] = _reader("_keys", "The keys the window belongs to.")
 
     def _fields(self) -> tuple[Any, ...]:
         return (self._window, self._slot, self._keys)

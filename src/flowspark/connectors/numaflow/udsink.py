@@ -23,6 +23,7 @@ from flowspark.api.udf.times import as_utc
 from flowspark.api.udf.types import Datum
 from flowspark.connectors.numaflow._args import as_timedelta
 from flowspark.runtime.numaflow.convert import any_bytes, sink_datum
+from flowspark.shared.retry import RetryFields
 
 __all__ = ["UdSinkOutput", "RetryPolicy", "SinkError"]
 
@@ -40,7 +41,7 @@ _ON_FAILURE = ("retry", "fallback", "drop")
 
 
 @dataclass(frozen=True)
-class RetryPolicy:
+class RetryPolicy(RetryFields):
     """A sink's ``retryStrategy``: how failed responses are retried.
 
     After a batch, the datums answered *failure* are sent again after
@@ -53,13 +54,6 @@ class RetryPolicy:
     >>> [round(d, 3) for d in RetryPolicy(interval=0.1, steps=4, factor=2, cap=0.3).delays()]
     [0.1, 0.2, 0.3, 0.3]
     """
-
-    on_failure: str = "retry"
-    interval: timedelta = timedelta(milliseconds=1)
-    steps: int | None = None
-    factor: float = 1.0
-    cap: timedelta | None = None
-    jitter: float = 0.0
 
     def __post_init__(self) -> None:
         on_failure = self.on_failure or "retry"

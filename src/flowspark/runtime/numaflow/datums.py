@@ -44,15 +44,7 @@ class DatumKeyer:
     def __call__(self, item: Any) -> tuple[str, Datum]:
         datum = step_datum(item, self.what)
         if not self.keyed:
-            datum = Datum._make(
-                [NON_KEYED],
-                datum._value,
-                datum._event_time,
-                datum._watermark,
-                datum._headers,
-                datum._id,
-                datum._tags,
-            )
+            datum = Datum._make([NON_KEYED], *datum._fields()[1:])  # the fields after keys
         return routing_key(datum._keys), datum
 
 

@@ -48,7 +48,13 @@ from typing import Any
 from flowspark.runtime import pickling
 from flowspark.runtime.codec import decode_items, encode_items
 from flowspark.runtime.errors import RemoteStepFailure
-from flowspark.runtime.numaflow.handlers import Fed, Handle, LocalHandlers, Replay
+from flowspark.runtime.numaflow.handlers import (
+    Call,
+    Fed,
+    HandlerRegistry,
+    LocalHandlers,
+    Replay,
+)
 from flowspark.shared.processes import pid_alive
 
 __all__ = ["HostHandlers", "host_address", "stop_hosts", "host_stats", "HostLost"]
@@ -263,45 +269,22 @@ def _drop(address: str) -> None:
             found[0].close()
 
 
-class HostHandlers:
+class HostHandlers(HandlerRegistry):
     """A :class:`~flowspark.runtime.numaflow.handlers.HandlerRegistry` in the host of one step's
     partition (``run_id`` names the run: a new run never reaches an old host)."""
 
     def __init__(self, run_id: str, partition: int) -> None:
         self.address = host_address(run_id, partition)
 
-    def feed(
-        self,
-        logic: Any,
-        key: str,
-        window: Any,
-        handle: Handle | None,
-        datums: list[Any],
-        encoded: bytes,
-        replay: Replay,
-        figures: tuple[int, int] | None = None,
-    ) -> Fed:
-        request = ("feed", logic.step_id, key, window, handle, encoded, figures)
-        return self._call(logic, request, replay)
-
-    def end(
-        self,
-        logic: Any,
-        key: str,
-        window: Any,
-        handle: Handle,
-        replay: Replay,
-        figures: tuple[int, int] | None = None,
-    ) -> Fed:
-        return self._call(logic, ("end", logic.step_id, key, window, handle, None, figures), replay)
-
-    def _call(self, logic: Any, request: tuple[Any, ...], replay: Any) -> Fed:
+    def _serve(self, logic: Any, call: Call) -> Fed:
+        op, encoded = ("end", None) if call.feeding is None else ("feed", call.feeding[1])
+        request = (op, logic.step_id, call.key, call.window, call.handle, encoded, call.figures)
         sent = None
         for attempt in range(3):
             try:
                 reply = self._ask(logic, (*request, sent))
                 if reply[0] == "replay":
-                    sent = replay()
+                    sent = call.replay()
                     reply = self._ask(logic, (*request, sent))
             except (HostLost, OSError):
                 # The host died (its handlers with it): start another, which rebuilds

@@ -54,6 +54,7 @@ from flowspark.runtime.codec import decode_items
 from flowspark.runtime.numaflow.run import HandlerRun
 
 __all__ = [
+    "Call",
     "Fed",
     "Handle",
     "HandlerRegistry",
@@ -91,8 +92,22 @@ class Fed:
     messages: list[Any]
 
 
-class HandlerRegistry(Protocol):
-    """Live handlers by (step, key, window); see the module doc."""
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One :meth:`HandlerRegistry.feed` (``feeding``: its datums and their encoding) or
+    :meth:`HandlerRegistry.end` (``feeding`` ``None``)."""
+
+    key: str
+    window: Any
+    handle: Handle | None
+    replay: Replay
+    figures: tuple[int, int] | None
+    feeding: tuple[list[Any], bytes] | None
+
+
+class HandlerRegistry:
+    """Live handlers by (step, key, window); see the module doc. Subclasses answer each
+    call in :meth:`_serve`."""
 
     def feed(
         self,
@@ -107,7 +122,7 @@ class HandlerRegistry(Protocol):
     ) -> Fed:
         """Feed ``datums`` (``encoded``: the same, as the WAL keeps them) to the key's
         handler (a new one if ``handle`` is ``None``)."""
-        ...
+        return self._serve(logic, Call(key, window, handle, replay, figures, (datums, encoded)))
 
     def end(
         self,
@@ -120,48 +135,31 @@ class HandlerRegistry(Protocol):
     ) -> Fed:
         """End the handler's datum stream; what it puts until it returns. It is gone after.
         (``figures``: the key's WAL datums and outbound watermark, for progress.)"""
-        ...
+        return self._serve(logic, Call(key, window, handle, replay, figures, None))
+
+    def _serve(self, logic: Any, call: Call) -> Fed:
+        raise NotImplementedError
 
 
 @dataclass
-class LocalHandlers:
+class LocalHandlers(HandlerRegistry):
     """Handlers in this process. ``rebuilds`` counts, per step, the handlers rebuilt
     from a WAL."""
 
     live: dict[tuple[str, str, str, Any], HandlerRun] = field(default_factory=dict)
     rebuilds: dict[str, int] = field(default_factory=dict)
 
-    def feed(
-        self,
-        logic: Any,
-        key: str,
-        window: Any,
-        handle: Handle | None,
-        datums: list[Any],
-        encoded: bytes,
-        replay: Replay,
-        figures: tuple[int, int] | None = None,
-    ) -> Fed:
-        run = self._attach(logic, key, window, handle, replay)
+    def _serve(self, logic: Any, call: Call) -> Fed:
+        key, window = call.key, call.window
+        run = self._attach(logic, key, window, call.handle, call.replay)
         base = run.emitted
-        messages = self._call(logic, key, run, run.feed, datums)
-        return Fed((run.gen, run.fed, run.emitted), base, messages)
-
-    def end(
-        self,
-        logic: Any,
-        key: str,
-        window: Any,
-        handle: Handle,
-        replay: Replay,
-        figures: tuple[int, int] | None = None,
-    ) -> Fed:
-        run = self._attach(logic, key, window, handle, replay)
-        base = run.emitted
-        try:
-            messages = self._call(logic, key, run, lambda _: run.end(), None)
-        finally:
-            self.forget(logic, key, window)
+        if call.feeding is not None:
+            messages = self._call(logic, key, run, run.feed, call.feeding[0])
+        else:
+            try:
+                messages = self._call(logic, key, run, lambda _: run.end(), None)
+            finally:
+                self.forget(logic, key, window)
         return Fed((run.gen, run.fed, run.emitted), base, messages)
 
     def forget(self, logic: Any, key: str, window: Any) -> None:

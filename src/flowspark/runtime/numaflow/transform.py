@@ -37,15 +37,7 @@ _NOT_A_MESSAGE = "a source transformer must return sourcetransformer.Message obj
 
 
 def _as_transform_datum(datum: Datum) -> TransformDatum:
-    out = TransformDatum._make(
-        datum._keys,
-        datum._value,
-        datum._event_time,
-        datum._watermark,
-        datum._headers,
-        datum._id,
-        datum._tags,
-    )
+    out = TransformDatum._make(*datum._fields())
     out._user_metadata = out._system_metadata = None
     return out
 
