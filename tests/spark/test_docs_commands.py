@@ -165,6 +165,13 @@ def test_time_page(request, workdir, capfd):
     assert printed.startswith("[('a', 1), ('a', 1), ('a', 2)] [('a', datetime.datetime(")
 
 
+def test_time_page_live_input(request, workdir, capfd):
+    [block] = _split(blocks_for(request), "python")
+    namespace, printed = run_python(block, capfd)
+    assert printed == "20 0\n"  # as its comment says: every reading counted, none late
+    assert namespace["late"] == []
+
+
 def test_numaflow_page(request, workdir, capfd):
     flow_block, example_block, pipeline_block = _split(
         blocks_for(request), "python", "bash", "bash"

@@ -187,6 +187,32 @@ def test_numaflows_http_filter_pipeline_with_bearer_auth(tmp_path, runs):
     assert ids == [5, 7, 99]
 
 
+def test_max_batch_items_caps_what_one_micro_batch_takes_from_the_http_source(tmp_path, runs):
+    progress = tmp_path / "progress.jsonl"
+    run = Run(
+        [
+            str(DATA / "2-http-pipeline.yaml"),
+            "--max-batch-items",
+            "40",
+            "--progress-json",
+            str(progress),
+            "-r",
+            str(tmp_path / "recovery"),
+        ],
+        tmp_path,
+    )
+    runs.append(run)
+    conn = http.client.HTTPConnection("127.0.0.1", run.port, timeout=30)
+    for n in range(300):
+        assert post(run.port, "in", b"%d" % n, event_id=f"e{n}", conn=conn)[0] == 200
+    conn.close()
+    run.wait_for(lambda: len(run.log_records()) >= 300, timeout=120)
+    assert sorted(int(r["payload"]) for r in run.log_records()) == list(range(300))
+    batches = [json.loads(line) for line in progress.read_text().splitlines()]
+    read = [b["steps"].get("in", {}).get("out", 0) for b in batches]
+    assert sum(read) == 300 and max(read) == 40
+
+
 def _walk_through() -> tuple[list[str], list[tuple[str, int, str, str]]]:
     """The run's arguments and the posts of docs/http-source.md's walk-through."""
     import shlex
