@@ -604,8 +604,39 @@ def _run_stream(
         writer = df.writeStream.foreachBatch(function).option(
             "checkpointLocation", checkpoint.for_spark()
         )
-        query = writer.trigger(availableNow=True).start()
-        _await(query, interrupted, hub)
+        for attempt in range(START_ATTEMPTS):
+            query = writer.trigger(availableNow=True).start()
+            try:
+                _await(query, interrupted, hub)
+                return
+            except Exception as exc:
+                if attempt + 1 == START_ATTEMPTS or not worker_slow_to_start(exc):
+                    raise
+                print(
+                    "flowspark: a Spark Python worker was slow to start (a busy machine?); "
+                    "starting the query again",
+                    file=sys.stderr,
+                )
+
+
+# How often a query that failed before its first micro-batch because a Python worker
+# did not connect back in time (Spark waits 10 s) is started: nothing ran, nothing
+# was written, so starting again is safe with or without a recovery directory.
+START_ATTEMPTS = 3
+
+
+def worker_slow_to_start(error: BaseException) -> bool:
+    """Whether ``error`` ended a query that was still starting because a Python worker
+    did not connect back to Spark in time.
+
+    >>> failed = "terminated with exception: Python worker failed to connect back."
+    >>> worker_slow_to_start(RuntimeError(failed + " Current State: INITIALIZING"))
+    True
+    >>> worker_slow_to_start(RuntimeError(failed + " Current State: ACTIVE"))
+    False
+    """
+    text = str(error)
+    return "Python worker failed to connect back" in text and "State: INITIALIZING" in text
 
 
 def _warn_unrouted_late(plan: Plan, report: RunReport) -> None:
