@@ -1,5 +1,9 @@
 """Helpers for tests and examples: in-memory input/output and ``run_main``.
 
+bytewax 0.17's ``TestingInput``/``TestingOutput`` and bytewax 0.21's
+``TestingSource``/``TestingSink`` (see :mod:`flowspark.connectors.testing_sources`);
+``run_main`` runs a flow built with either API.
+
 >>> from flowspark.dataflow import Dataflow
 >>> from flowspark.testing import TestingInput, TestingOutput, run_main
 >>> flow = Dataflow()
@@ -20,8 +24,9 @@ from typing import Any
 from flowspark.api.dataflow import Dataflow
 from flowspark.api.recovery import RecoveryConfig
 from flowspark.connectors.memory import TestingInput, TestingOutput
+from flowspark.connectors.testing_sources import TestingSink, TestingSource
 
-__all__ = ["TestingInput", "TestingOutput", "run_main"]
+__all__ = ["TestingInput", "TestingOutput", "TestingSink", "TestingSource", "run_main"]
 
 
 def run_main(

@@ -26,7 +26,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "flowspark"
 # Lowest first; a module may import its own layer and the layers below it.
 LAYERS = ["shared", "api", "plan", "runtime", "connectors", "engine", "pipeline", "top"]
 # Entry points big enough for a package of their own: their modules are in the top layer.
-TOP_PACKAGES = ["visualize"]
+TOP_PACKAGES = ["visualize", "operators"]
 # Top-level modules that exist so that bytewax / pynumaflow imports carry over.
 FACES = [
     "dataflow",
@@ -196,6 +196,20 @@ def test_the_bytewax_core_imports_numaflow_only_to_dispatch():
     assert found <= CORE_TO_NUMAFLOW, sorted(found - CORE_TO_NUMAFLOW)
 
 
+def test_the_operators_package_builds_on_the_api_only():
+    # bytewax 0.21's operators are a top-level package (a face with code of its own):
+    # they record steps through the api layer, nothing from the layers that run them.
+    graph = import_graph()
+    used = {
+        target
+        for module, targets in graph.items()
+        if module.startswith("flowspark.operators")
+        for target in targets
+        if not target.startswith("flowspark.operators")
+    }
+    assert used and {layer_of(t) for t in used} <= {"shared", "api"}, sorted(used)
+
+
 @pytest.mark.parametrize("face", FACES)
 def test_import_faces_only_re_export(face: str):
     tree = ast.parse((SRC / f"{face}.py").read_text())
@@ -274,6 +288,13 @@ d.reduce_stream("reduce_stream", reduce_stream, timedelta(seconds=1)).output(
     "o7", TestingOutput([])
 )
 d.accumulate("accumulate", Sorter, timedelta(seconds=1)).output("o8", TestingOutput([]))
+# bytewax 0.21's operators build the same kinds, and the ones only they use.
+import flowspark.operators as op
+from flowspark.testing import TestingSource
+
+t = op.input("inp21", flow, TestingSource([("a", 1)]))
+t = op.inspect_debug("inspect_debug", op.flat_map_batch("flat_map_batch", t, list))
+op.output("o9", op.count_final("count_final", t, lambda x: x[0]), TestingOutput([]))
 plan = build_plan(flow)
 kinds = {step.kind for step in plan.steps}
 missing = set(OPERATORS) - kinds

@@ -20,7 +20,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterable
 from datetime import timedelta
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from flowspark.api.inputs import Input
 from flowspark.api.outputs import Output
@@ -31,6 +31,9 @@ from flowspark.api.udf.servers import NumaflowServer, derives_from, handler_fact
 from flowspark.api.window import ClockConfig, SlidingWindow, TumblingWindow, WindowConfig
 
 __all__ = ["Dataflow", "Stream", "WindowStream"]
+
+X_co = TypeVar("X_co", covariant=True)
+"""The type of a stream's items (``Stream[int]`` in annotations, as bytewax 0.21 writes)."""
 
 
 def _check_callable(kind: str, role: str, fn: Any) -> None:
@@ -49,12 +52,13 @@ def _fn_operator(kind: str, doc: str) -> Callable[..., Stream]:
     return method
 
 
-class Stream:
+class Stream(Generic[X_co]):
     """A stream of items flowing out of one step of a :class:`Dataflow`.
 
     Every operator method adds a step fed by this stream and returns the new
     step's stream. Stateless operators take an optional leading ``step_id``
     (``s.map("double", fn)``); without one a readable id is generated.
+    ``Stream[int]`` names the type of its items in annotations.
     """
 
     __slots__ = ("_flow", "_port")
@@ -88,6 +92,14 @@ class Stream:
     flat_map = _fn_operator(
         "flat_map", "Emit each element of ``mapper(item)`` (an iterable) downstream."
     )
+    flat_map_batch = _fn_operator(
+        "flat_map_batch",
+        """Emit each element of ``mapper(items)``, called with a list of items at once.
+
+        How many items a list holds is the engine's choice (a chunk of a
+        micro-batch), as in bytewax 0.21.
+        """,
+    )
     inspect = _fn_operator(
         "inspect", "Call ``inspector(item)`` on each item; items pass on unchanged."
     )
@@ -101,6 +113,14 @@ class Stream:
 
         bytewax 0.17 documents ``(item, worker)`` but calls ``(worker, item)``;
         flowspark follows what bytewax actually does.
+        """,
+    )
+    inspect_debug = _fn_operator(
+        "inspect_debug",
+        """Call ``inspector(step_id, item, epoch, worker)``; items pass on unchanged.
+
+        As bytewax 0.21's ``inspect_debug``: the epoch is the micro-batch number
+        (from 1), the worker the Spark partition index.
         """,
     )
 
@@ -157,6 +177,19 @@ class Stream:
         _check_callable("stateful_map", "builder", builder)
         _check_callable("stateful_map", "mapper", mapper)
         return self._add("stateful_map", step_id, {"builder": builder, "mapper": mapper})
+
+    def stateful_batch(self, step_id: str, builder: Callable[[Any], Any]) -> Stream:
+        """Run a logic object per key, as bytewax 0.21's ``stateful_batch``; emits
+        ``(key, value)`` for each value it returns.
+
+        ``builder(resume_state)`` makes a key's logic (``None``: a new key); the
+        logic has ``on_batch(values) -> (emit, discard)``, ``on_notify()``,
+        ``on_eof()`` (both return the same pair), ``notify_at() -> datetime | None``
+        and ``snapshot()``. The state kept between micro-batches is the snapshot:
+        the logic is rebuilt from it with ``builder(snapshot)``.
+        """
+        _check_callable("stateful_batch", "builder", builder)
+        return self._add("stateful_batch", step_id, {"builder": builder})
 
     def batch(self, step_id: str, max_size: int, timeout: timedelta) -> Stream:
         """Emit ``(key, [values])`` at ``max_size``, ``timeout`` after a batch starts, and at
@@ -539,6 +572,21 @@ class Dataflow:
         self._ids.add(step_id)
         self.steps.append(step)
         return step
+
+    def uses_id(self, step_id: str) -> bool:
+        """Whether ``step_id`` names a step of this flow, or was reserved.
+
+        >>> flow = Dataflow("f")
+        >>> flow.reserve_id("f.count")
+        >>> flow.uses_id("f.count"), flow.uses_id("f.other")
+        (True, False)
+        """
+        return step_id in self._ids
+
+    def reserve_id(self, step_id: str) -> None:
+        """Keep ``step_id`` from naming any later step: the id of an operator made of
+        other steps (a bytewax 0.21 ``@operator``), whose own steps are named under it."""
+        self._ids.add(step_id)
 
     def _fresh_id(self, kind: str, fns: dict[str, Any] | None) -> str:
         fn = next(iter(fns.values())) if fns else None

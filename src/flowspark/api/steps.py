@@ -25,8 +25,10 @@ class OperatorKind:
     one Python pass; an ``exchange`` moves items to other partitions; a ``keyed``
     step shuffles by key and keeps state. ``applies``: how a stateless step's
     function meets a list of items (``map``, ``filter``, ``filter_map``,
-    ``flat_map``, ``inspect``, ``inspect_epoch``, ``inspect_worker``,
-    ``branch``, ``chunk`` for a whole list at once; ``None``: items pass on).
+    ``flat_map``, ``flat_map_batch`` (the function gets the whole list),
+    ``inspect``, ``inspect_epoch``, ``inspect_worker``, ``inspect_debug``,
+    ``branch``, ``chunk`` for a built step taking a whole list at once; ``None``:
+    items pass on).
     ``fn``: the ``Step.fns`` entry holding the function, or ``None`` when the
     runtime builds it from the step's arguments. ``state_per_key``: a keyed
     step whose state is kept per key rather than in buckets of keys.
@@ -34,10 +36,14 @@ class OperatorKind:
     ``late_port``: the step has a second output (slot 1, ``.late``) for the items
     that came after their windows closed, which the run counts per step;
     ``aggregates``: how a windowed step accumulates a window's values
-    (:data:`Aggregation`; ``None`` for a step without windows).
+    (:data:`Aggregation`; ``None`` for a step without windows). ``effect``: a
+    step called for its effect (an inspector): a flow may end at one instead of
+    at an output, as bytewax 0.21 allows.
 
     >>> operator("map").applies, operator("reduce").family
     ('map', 'keyed')
+    >>> operator("inspect").effect, operator("map").effect
+    (True, False)
     >>> op = operator("fold_window")
     >>> op.windowed, op.late_port, op.aggregates
     (True, True, 'fold')
@@ -51,6 +57,7 @@ class OperatorKind:
     windowed: bool = False
     late_port: bool = False
     aggregates: Aggregation | None = None
+    effect: bool = False
 
 
 def _kinds(*kinds: OperatorKind) -> dict[str, OperatorKind]:
@@ -64,9 +71,12 @@ OPERATORS: dict[str, OperatorKind] = _kinds(
     OperatorKind("filter", "stateless", "filter", "predicate"),
     OperatorKind("filter_map", "stateless", "filter_map", "mapper"),
     OperatorKind("flat_map", "stateless", "flat_map", "mapper"),
-    OperatorKind("inspect", "stateless", "inspect", "inspector"),
-    OperatorKind("inspect_epoch", "stateless", "inspect_epoch", "inspector"),
-    OperatorKind("inspect_worker", "stateless", "inspect_worker", "inspector"),
+    OperatorKind("flat_map_batch", "stateless", "flat_map_batch", "mapper"),
+    OperatorKind("inspect", "stateless", "inspect", "inspector", effect=True),
+    OperatorKind("inspect_epoch", "stateless", "inspect_epoch", "inspector", effect=True),
+    OperatorKind("inspect_worker", "stateless", "inspect_worker", "inspector", effect=True),
+    # inspector(step_id, item, epoch, worker), as bytewax 0.21's inspect_debug.
+    OperatorKind("inspect_debug", "stateless", "inspect_debug", "inspector", effect=True),
     OperatorKind("branch", "stateless", "branch", "predicate"),
     OperatorKind("merge", "stateless"),
     # Numaflow datums: the runtime builds these steps' functions from their arguments.
@@ -78,6 +88,8 @@ OPERATORS: dict[str, OperatorKind] = _kinds(
     OperatorKind("reduce", "keyed"),
     OperatorKind("stateful_map", "keyed"),
     OperatorKind("batch", "keyed"),
+    # A logic object per key (bytewax 0.21's StatefulBatchLogic), rebuilt from its snapshot.
+    OperatorKind("stateful_batch", "keyed"),
     OperatorKind("reduce_window", "keyed", windowed=True, late_port=True, aggregates="reduce"),
     OperatorKind("fold_window", "keyed", windowed=True, late_port=True, aggregates="fold"),
     OperatorKind("collect_window", "keyed", windowed=True, late_port=True, aggregates="collect"),

@@ -15,8 +15,9 @@ import sys
 from typing import Any
 
 from flowspark.api.outputs import DynamicOutput, StatelessSink
+from flowspark.api.sinks import Sink
 
-__all__ = ["StdOutput", "silence_stdout", "stdout_closed"]
+__all__ = ["StdOutput", "StdOutSink", "silence_stdout", "stdout_closed"]
 
 _closed = False  # set once standard output has been found closed
 
@@ -70,3 +71,8 @@ class StdOutput(DynamicOutput):
 
     def build(self, worker_index: int, worker_count: int) -> StatelessSink:
         return _PrintSink()
+
+
+class StdOutSink(StdOutput, Sink[Any]):
+    """bytewax 0.21's ``StdOutSink``: :class:`StdOutput` under its 0.21 name (each item
+    printed with ``print``, which writes ``str(item)`` and a newline, as bytewax does)."""

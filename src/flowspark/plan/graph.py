@@ -1,7 +1,9 @@
 """The validated logical plan of a flow.
 
 Everything that can be wrong with a flow is found here, before Spark starts:
-no input, no output, an input whose items never reach an output.
+no input, no output, an input whose items never reach an output. A step called
+for its effect (an inspector, ``effect`` in the kinds table) ends a flow as an
+output does, as bytewax 0.21 allows (``op.inspect`` and nothing else).
 
 The plan also cuts the flow into *levels*. Level 0 holds the steps reachable
 from the inputs without crossing an exchange; they run inside the source
@@ -76,14 +78,16 @@ def build_plan(flow: Dataflow) -> Plan:
             raise ValueError(f"step {step.step_id!r}: {exc}") from None
     inputs = [i for i, s in enumerate(steps) if s.kind == "input"]
     outputs = [i for i, s in enumerate(steps) if s.kind == "output"]
+    # A flow ends at its outputs, or at steps called for their effect (inspectors).
+    ends = [s.kind == "output" or s.operator.effect for s in steps]
     if not inputs:
         raise ValueError(
             "Dataflow has no input: add one with flow.input(step_id, input) before running it"
         )
-    if not outputs:
+    if not any(ends):
         raise ValueError(
             "Dataflow has no output: add one with flow.output(step_id, output) "
-            "(e.g. StdOutput() or TestingOutput(list)) before running it"
+            "(e.g. StdOutput() or TestingOutput(list)), or an inspect step, before running it"
         )
     index = {s: i for i, s in enumerate(steps)}
     children: dict[int, list[tuple[int, int]]] = {i: [] for i in range(len(steps))}
@@ -101,14 +105,12 @@ def build_plan(flow: Dataflow) -> Plan:
 
     reaches_output = [False] * len(steps)
     for i in reversed(range(len(steps))):
-        reaches_output[i] = steps[i].kind == "output" or any(
-            reaches_output[c] for c, _ in children[i]
-        )
+        reaches_output[i] = ends[i] or any(reaches_output[c] for c, _ in children[i])
     for i in inputs:
         if not reaches_output[i]:
             raise ValueError(
-                f"input {steps[i].step_id!r} never reaches an output: connect its "
-                "stream to an output step"
+                f"input {steps[i].step_id!r} never reaches an output (or an inspect step): "
+                "connect its stream to an output step"
             )
     sink_ports = {o: SINK_PORT_BASE + n for n, o in enumerate(outputs)}
     return Plan(steps, index, children, levels, inputs, outputs, sink_ports)

@@ -25,7 +25,13 @@ from flowspark.runtime.numaflow.keyed import (
     AccumulateLogic,
     ReduceStreamLogic,
 )
-from flowspark.runtime.stateful import BatchLogic, ReduceLogic, StatefulMapLogic, WindowLogic
+from flowspark.runtime.stateful import (
+    BatchLogic,
+    ReduceLogic,
+    StatefulBatchRun,
+    StatefulMapLogic,
+    WindowLogic,
+)
 from flowspark.runtime.windowing import NUMAFLOW, NumaflowWindower, build_clock, build_windower
 from flowspark.shared.times import duration_ms
 
@@ -43,6 +49,10 @@ def _stateful_map(step: Any) -> KeyedLogic:
 def _batch(step: Any) -> KeyedLogic:
     timeout_ms = duration_ms(step.args["timeout"])
     return BatchLogic(step.step_id, step.args["max_size"], timeout_ms)
+
+
+def _stateful_batch(step: Any) -> KeyedLogic:
+    return StatefulBatchRun(step.step_id, step.fns["builder"])
 
 
 def _window(step: Any) -> KeyedLogic:
@@ -99,6 +109,7 @@ BUILDERS: dict[str, Callable[[Any], KeyedLogic]] = {
     "reduce": _reduce,
     "stateful_map": _stateful_map,
     "batch": _batch,
+    "stateful_batch": _stateful_batch,
     "reduce_window": _window,
     "fold_window": _window,
     "collect_window": _window,

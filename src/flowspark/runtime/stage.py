@@ -73,6 +73,12 @@ class Node:
             return (items,)
         if kind == "chunk":  # a whole chunk at once (map_stream: handlers overlap)
             return (cast(ChunkStep, fn).run_chunk(items),)
+        if kind == "flat_map_batch":  # the user's function takes the whole list
+            batch = list(items)
+            try:
+                return (list(cast(Callable[..., Any], fn)(batch)),)
+            except Exception as exc:
+                raise step_failure(self.step_id, fn, batch, exc) from None
         it = iter(items)
         try:
             result = self._run(cast(Callable[..., Any], fn), kind, items, it, ctx)
@@ -107,6 +113,10 @@ class Node:
         if kind == "inspect_worker":
             worker = ctx.worker
             deque(map(lambda x: fn(worker, x), it), maxlen=0)
+            return (items,)
+        if kind == "inspect_debug":
+            step_id, epoch, worker = self.step_id, ctx.epoch, ctx.worker
+            deque(map(lambda x: fn(step_id, x, epoch, worker), it), maxlen=0)
             return (items,)
         if kind == "branch":
             trues: list[Any] = []

@@ -17,6 +17,7 @@ a :class:`~flowspark.runtime.windowing.Windower`.
 from __future__ import annotations
 
 import inspect
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -37,6 +38,7 @@ __all__ = [
     "ReduceLogic",
     "StatefulMapLogic",
     "BatchLogic",
+    "StatefulBatchRun",
     "WindowLogic",
     "KEY_ERROR",
     "check_keyed",
@@ -113,8 +115,8 @@ class StatefulMapLogic(KeyedLogic):
             result = self._call(self.mapper, (key, v), current, v)
             if not isinstance(result, tuple) or len(result) != 2:
                 exc = TypeError(
-                    "stateful_map's mapper must return a 2-tuple (updated_state, "
-                    f"updated_value); got {result!r:.100}"
+                    "the return value of stateful_map's mapper must be a 2-tuple "
+                    f"(updated_state, updated_value); got {result!r:.100}"
                 )
                 raise step_failure(self.step_id, self.mapper, (key, v), exc)
             current, out = result
@@ -157,6 +159,143 @@ class BatchLogic(KeyedLogic):
         if now >= deadline or now >= EOF_MS:
             return Outcome(None, [(key, batch)] if batch else [])
         return Outcome(state, wake=deadline)
+
+
+# The methods of a StatefulBatchLogic a logic object may leave out (the defaults).
+_OPTIONAL = frozenset({"on_notify", "on_eof"})
+
+
+class StatefulBatchRun(KeyedLogic):
+    """``stateful_batch``: a logic object per key, as bytewax 0.21's ``StatefulBatchLogic``.
+
+    ``builder(resume_state)`` makes a key's logic (``None`` for a new key). The
+    state kept between calls is ``(logic.snapshot(),)``: every call rebuilds the
+    logic from it, as bytewax does when it resumes. In one call: a notification
+    that came due before the new values fires first (``on_notify``), then
+    ``on_batch(values)``, then a notification due at ``now``; once the input has
+    ended, a notification due by then (by the wall clock: the end has no system
+    time) and ``on_eof()``; one not yet due never fires. Each method returns
+    ``(values, discard)``: the values leave as ``(key, value)`` and a true
+    ``discard`` forgets the key. The key wakes at ``notify_at()``, or at the end
+    of the input so that ``on_eof`` runs. A logic object may leave out
+    ``on_notify``/``on_eof`` (nothing, keep) and ``notify_at`` (never).
+
+    >>> class Count:
+    ...     def __init__(self, n):
+    ...         self.n = n or 0
+    ...     def on_batch(self, values):
+    ...         self.n += len(values)
+    ...         return [], False
+    ...     def on_eof(self):
+    ...         return [self.n], True
+    ...     def notify_at(self):
+    ...         return None
+    ...     def snapshot(self):
+    ...         return self.n
+    >>> run = StatefulBatchRun("count", Count)
+    >>> placed = run.on_values(KeyedCall("k", None, 0, ["a", "b"]))
+    >>> placed.state, placed.emitted, placed.wake == EOF_MS
+    ((2,), [], True)
+    >>> ended = run.on_timer(KeyedCall("k", placed.state, EOF_MS))
+    >>> ended.state, ended.emitted
+    (None, [('k', 2)])
+    """
+
+    uses_timers = True
+
+    def __init__(self, step_id: str, builder: Callable[[Any], Any]) -> None:
+        self.step_id, self.builder = step_id, builder
+
+    def on_values(self, call: KeyedCall) -> Outcome:
+        key, now = call.key, call.now
+        emitted: list[Any] = []
+        logic = self._resume(key, call.state)
+        if logic is not None:
+            logic = self._notify(key, logic, now, emitted)
+        values = list(call.values)
+        if values:
+            if logic is None:
+                logic = self._call(self.builder, (key, values[0]), None)
+            logic = self._step(key, logic, "on_batch", emitted, values)
+            if logic is not None:
+                logic = self._notify(key, logic, now, emitted)
+        return self._settle(key, logic, now, emitted)
+
+    def on_timer(self, call: KeyedCall) -> Outcome:
+        emitted: list[Any] = []
+        logic = self._resume(call.key, call.state)
+        if logic is not None:
+            logic = self._notify(call.key, logic, call.now, emitted)
+        return self._settle(call.key, logic, call.now, emitted)
+
+    def _resume(self, key: str, state: Any) -> Any:
+        if state is None:
+            return None
+        return self._call(self.builder, key, state[0])
+
+    def _notify(self, key: str, logic: Any, now: int, emitted: list[Any]) -> Any:
+        """``on_notify`` if the logic's notification is due at ``now``; at the end of the
+        input (no system time in ``now``), if it is due by the clock on the wall."""
+        at = self._notify_ms(key, logic)
+        due_by = time.time_ns() // 1_000_000 if now >= EOF_MS else now
+        if at is None or at > due_by:
+            return logic
+        return self._step(key, logic, "on_notify", emitted)
+
+    def _settle(self, key: str, logic: Any, now: int, emitted: list[Any]) -> Outcome:
+        """``on_eof`` at the end of the input; then the state and wake time to keep."""
+        if logic is not None and now >= EOF_MS:
+            logic = self._step(key, logic, "on_eof", emitted)
+            if logic is not None:  # kept for a later run; nothing more wakes it in this one
+                return Outcome((self._call(logic.snapshot, key),), emitted)
+        if logic is None:
+            return Outcome(None, emitted)
+        at = self._notify_ms(key, logic)
+        wake = EOF_MS if at is None else min(at, EOF_MS)
+        return Outcome((self._call(logic.snapshot, key),), emitted, wake=wake)
+
+    def _notify_ms(self, key: str, logic: Any) -> int | None:
+        if not hasattr(logic, "notify_at"):  # as StatefulBatchLogic's default: never
+            return None
+        at = self._call(logic.notify_at, key)
+        if at is None:
+            return None
+        try:
+            return aware_to_ms(at)
+        except Exception as exc:
+            raise step_failure(self.step_id, logic.notify_at, key, exc) from None
+
+    def _step(self, key: str, logic: Any, method: str, emitted: list[Any], *args: Any) -> Any:
+        """Call ``logic.<method>(*args)``; add what it emits; the logic, or ``None`` when
+        it asked to be discarded."""
+        item = (key, args[0]) if args else key
+        fn = getattr(logic, method, None)
+        if fn is None:
+            if method in _OPTIONAL:  # as StatefulBatchLogic's defaults: nothing, keep
+                return logic
+            exc = TypeError(
+                f"{type(logic).__name__} has no `{method}` method: the builder of a "
+                "stateful_batch step must return a StatefulBatchLogic (a StatefulLogic "
+                "goes to `stateful`)"
+            )
+            raise step_failure(self.step_id, self.builder, item, exc)
+        try:
+            result = fn(*args)
+        except Exception as exc:  # named by the user's function a wrapper logic keeps
+            raise step_failure(self.step_id, getattr(logic, "__wrapped__", fn), item, exc) from None
+        try:
+            values, discard = result
+            emitted.extend([(key, value) for value in values])
+        except Exception as exc:
+            if isinstance(exc, TypeError | ValueError) and not (
+                isinstance(result, tuple) and len(result) == 2
+            ):
+                exc = TypeError(
+                    f"`{method}` must return a 2-tuple `(emit_values, discard)`; "
+                    f"got {result!r:.100}"
+                )
+            raise step_failure(self.step_id, fn, item, exc) from None
+        return None if discard else logic
 
 
 class _Aggregator:

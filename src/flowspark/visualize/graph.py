@@ -206,9 +206,16 @@ _ROLES = ("mapper", "reducer", "folder", "predicate", "inspector", "handler")
 
 
 def _callable_name(fn: Any) -> str:
-    """A function's readable name ('' for a lambda); a callable object's class name."""
+    """A function's readable name ('' for a lambda); a callable object's class name; for
+    a wrapper that keeps the user's function as ``__wrapped__`` (bytewax 0.21's
+    operators), that function's."""
     if fn is None:
         return ""
+    for _ in range(4):  # wrappers of wrappers, not forever
+        inner = getattr(fn, "__wrapped__", None)
+        if inner is None or getattr(fn, "__qualname__", None):
+            break
+        fn = inner
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
     if isinstance(name, str) and (callable(fn) or isinstance(fn, type)):
         name = name.rpartition("<locals>.")[2]

@@ -1,0 +1,194 @@
+"""bytewax 0.21's output families (``bytewax.outputs``), run as the 0.17 families.
+
+:class:`FixedPartitionedSink` / :class:`StatefulSinkPartition` (exactly once:
+each part resumes from its snapshot; items are ``(key, value)`` and the value
+is written) and :class:`DynamicSink` / :class:`StatelessSinkPartition` (at
+least once). Their ``build_part`` and ``build`` take the output step's id.
+:func:`as_output` wraps one in a thin adapter of the 0.17 family the engine
+writes through (:mod:`flowspark.api.outputs`).
+
+>>> class ToList(DynamicSink):
+...     def __init__(self, ls):
+...         self.ls = ls
+...     def build(self, step_id, worker_index, worker_count):
+...         return Part(self.ls, step_id)
+>>> class Part(StatelessSinkPartition):
+...     def __init__(self, ls, step_id):
+...         self.ls, self.step_id = ls, step_id
+...     def write_batch(self, items):
+...         self.ls.extend(f"{self.step_id}:{x}" for x in items)
+>>> out = []
+>>> as_output(ToList(out), "flow.out").build(0, 1).write_batch([1, 2])
+>>> out
+['flow.out:1', 'flow.out:2']
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Generic, TypeVar
+from zlib import adler32
+
+from flowspark.api.outputs import (
+    DynamicOutput,
+    Output,
+    PartitionedOutput,
+    StatefulSink,
+    StatelessSink,
+)
+
+__all__ = [
+    "DynamicSink",
+    "FixedPartitionedSink",
+    "Sink",
+    "StatefulSinkPartition",
+    "StatelessSinkPartition",
+    "as_output",
+]
+
+X = TypeVar("X")
+S = TypeVar("S")
+
+
+class Sink(ABC, Generic[X]):  # noqa: B024 - a marker base, as in bytewax
+    """Base class of bytewax 0.21 sinks. Subclass one of the families below."""
+
+    def as_flowspark_output(self, step_id: str) -> Output:
+        """The output the engine writes for this sink at step ``step_id``."""
+        if isinstance(self, Output):  # a flowspark output under a 0.21 name (StdOutSink)
+            return self
+        raise TypeError(
+            f"output {step_id!r}: {type(self).__name__} must subclass FixedPartitionedSink "
+            "or DynamicSink"
+        )
+
+
+class StatefulSinkPartition(ABC, Generic[X, S]):
+    """One partition of a :class:`FixedPartitionedSink`."""
+
+    @abstractmethod
+    def write_batch(self, values: list[X]) -> None:
+        """Write the values (of ``(key, value)`` items routed to this partition)."""
+
+    @abstractmethod
+    def snapshot(self) -> S:
+        """A picklable state from which ``build_part`` resumes after the last write."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Flush and release resources."""
+
+
+class FixedPartitionedSink(Sink[tuple[str, X]], Generic[X, S]):
+    """A sink of named partitions; ``(key, value)`` items go to the partition
+    ``part_fn(key)`` picks (modulo the number of partitions)."""
+
+    @abstractmethod
+    def list_parts(self) -> list[str]:
+        """The names of the partitions."""
+
+    def part_fn(self, item_key: str) -> int:
+        """The partition of a key (default: ``zlib.adler32``, stable across processes)."""
+        return adler32(item_key.encode())
+
+    @abstractmethod
+    def build_part(
+        self, step_id: str, for_part: str, resume_state: S | None
+    ) -> StatefulSinkPartition[X, S]:
+        """Open partition ``for_part`` of output ``step_id`` at ``resume_state``."""
+
+    def as_flowspark_output(self, step_id: str) -> Output:
+        return _FixedPartitionedOutput(self, step_id)
+
+
+class StatelessSinkPartition(ABC, Generic[X]):
+    """The writer of a :class:`DynamicSink`."""
+
+    @abstractmethod
+    def write_batch(self, items: list[X]) -> None:
+        """Write the items."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Flush and release resources."""
+
+
+class DynamicSink(Sink[X]):
+    """A sink without resume state (at least once across restarts)."""
+
+    @abstractmethod
+    def build(
+        self, step_id: str, worker_index: int, worker_count: int
+    ) -> StatelessSinkPartition[X]:
+        """The writer of output ``step_id`` (flowspark builds one: worker 0 of 1)."""
+
+    def as_flowspark_output(self, step_id: str) -> Output:
+        return _DynamicOutput(self, step_id)
+
+
+# -- adapters onto the 0.17 families --------------------------------------------------
+
+
+class _StatefulPart(StatefulSink):
+    def __init__(self, part: StatefulSinkPartition[Any, Any]) -> None:
+        self.part = part
+
+    def write_batch(self, values: list[Any]) -> None:
+        self.part.write_batch(values)
+
+    def snapshot(self) -> Any:
+        return self.part.snapshot()
+
+    def close(self) -> None:
+        self.part.close()
+
+
+class _FixedPartitionedOutput(PartitionedOutput):
+    """A :class:`FixedPartitionedSink` as the engine's :class:`PartitionedOutput`."""
+
+    def __init__(self, sink: FixedPartitionedSink[Any, Any], step_id: str) -> None:
+        self.sink, self.step_id = sink, step_id
+
+    def list_parts(self) -> list[str]:
+        return list(self.sink.list_parts())
+
+    def part_fn(self, item_key: str) -> int:
+        return self.sink.part_fn(item_key)
+
+    def build_part(self, for_part: str, resume_state: Any | None) -> StatefulSink:
+        return _StatefulPart(self.sink.build_part(self.step_id, for_part, resume_state))
+
+
+class _StatelessPart(StatelessSink):
+    def __init__(self, part: StatelessSinkPartition[Any]) -> None:
+        self.part = part
+        begin = getattr(part, "begin_batch", None)  # flowspark's optional hook
+        if begin is not None:
+            self.begin_batch = begin
+
+    def write_batch(self, items: list[Any]) -> None:
+        self.part.write_batch(items)
+
+    def close(self) -> None:
+        self.part.close()
+
+
+class _DynamicOutput(DynamicOutput):
+    """A :class:`DynamicSink` as the engine's :class:`DynamicOutput`."""
+
+    def __init__(self, sink: DynamicSink[Any], step_id: str) -> None:
+        self.sink, self.step_id = sink, step_id
+
+    def build(self, worker_index: int, worker_count: int) -> StatelessSink:
+        return _StatelessPart(self.sink.build(self.step_id, worker_index, worker_count))
+
+
+def as_output(sink: Any, step_id: str) -> Output:
+    """What the engine writes for ``sink`` at step ``step_id``: a flowspark output as it
+    is, a bytewax 0.21 sink through its adapter; anything else is a ``TypeError``."""
+    if isinstance(sink, Output):
+        return sink
+    if isinstance(sink, Sink):
+        return sink.as_flowspark_output(step_id)
+    raise TypeError(
+        f"output {step_id!r}: expected a bytewax 0.21 sink (e.g. TestingSink, StdOutSink, "
+        f"a FixedPartitionedSink) or a flowspark Output; got {type(sink).__name__}"
+    )

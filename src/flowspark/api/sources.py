@@ -1,0 +1,287 @@
+"""bytewax 0.21's input families (``bytewax.inputs``), run as the 0.17 families.
+
+bytewax 0.21 renamed the input interfaces and gave ``build_part`` and ``build``
+the input step's id: :class:`FixedPartitionedSource` /
+:class:`StatefulSourcePartition` (resumable from ``snapshot()``),
+:class:`DynamicSource` / :class:`StatelessSourcePartition`, and
+:class:`SimplePollingSource` (``next_item`` every ``interval``). The engine
+reads the 0.17 families (:mod:`flowspark.api.inputs`): :func:`as_input` wraps a
+0.21 source in a thin adapter of that family, which passes the step id on and
+turns each ``next_batch()`` iterable into a list. ``StopIteration`` ends a
+partition, as in 0.17.
+
+>>> class Count(FixedPartitionedSource):
+...     def list_parts(self):
+...         return ["one"]
+...     def build_part(self, step_id, for_part, resume_state):
+...         return Part(step_id, resume_state or 0)
+>>> class Part(StatefulSourcePartition):
+...     def __init__(self, step_id, n):
+...         self.step_id, self.n = step_id, n
+...     def next_batch(self):
+...         if self.n >= 2:
+...             raise StopIteration()
+...         self.n += 1
+...         return iter([f"{self.step_id}:{self.n}"])
+...     def snapshot(self):
+...         return self.n
+>>> part = as_input(Count(), "flow.inp").build_part("one", None)
+>>> part.next_batch(), part.snapshot()
+(['flow.inp:1'], 1)
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Generic, TypeVar
+
+from flowspark.api.inputs import (
+    DynamicInput,
+    Input,
+    PartitionedInput,
+    StatefulSource,
+    StatelessSource,
+)
+
+__all__ = [
+    "AbortExecution",
+    "DynamicSource",
+    "FixedPartitionedSource",
+    "SimplePollingSource",
+    "Source",
+    "StatefulSourcePartition",
+    "StatelessSourcePartition",
+    "as_input",
+]
+
+X = TypeVar("X")
+S = TypeVar("S")
+
+
+class AbortExecution(RuntimeError):
+    """bytewax 0.21's exception to abort a run (flowspark stops the run with it)."""
+
+
+class Source(ABC, Generic[X]):  # noqa: B024 - a marker base, as in bytewax
+    """Base class of bytewax 0.21 sources. Subclass one of the families below."""
+
+    def as_flowspark_input(self, step_id: str) -> Input:
+        """The input the engine reads for this source at step ``step_id``."""
+        if isinstance(self, Input):  # a flowspark input under a 0.21 name (FileSource)
+            return self
+        raise TypeError(
+            f"input {step_id!r}: {type(self).__name__} must subclass FixedPartitionedSource, "
+            "DynamicSource or SimplePollingSource"
+        )
+
+
+class StatefulSourcePartition(ABC, Generic[X, S]):
+    """One partition of a :class:`FixedPartitionedSource`."""
+
+    @abstractmethod
+    def next_batch(self) -> Iterable[X]:
+        """The next items (maybe none; never block); raise ``StopIteration`` at the end."""
+
+    def next_awake(self) -> datetime | None:
+        """When to call :meth:`next_batch` next; ``None``: at once (1 ms after an empty batch)."""
+        return None
+
+    @abstractmethod
+    def snapshot(self) -> S:
+        """A picklable state from which ``build_part`` resumes after the last item read."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources when the input ends."""
+
+
+class FixedPartitionedSource(Source[X], Generic[X, S]):
+    """A source of named partitions, each resumed from its snapshot (exactly once)."""
+
+    @abstractmethod
+    def list_parts(self) -> list[str]:
+        """The names of the partitions."""
+
+    @abstractmethod
+    def build_part(
+        self, step_id: str, for_part: str, resume_state: S | None
+    ) -> StatefulSourcePartition[X, S]:
+        """Open partition ``for_part`` of input ``step_id`` at ``resume_state``
+        (``None``: from the start)."""
+
+    def as_flowspark_input(self, step_id: str) -> Input:
+        return _FixedPartitionedInput(self, step_id)
+
+
+class StatelessSourcePartition(ABC, Generic[X]):
+    """The reader of a :class:`DynamicSource`."""
+
+    @abstractmethod
+    def next_batch(self) -> Iterable[X]:
+        """The next items (maybe none; never block); raise ``StopIteration`` at the end."""
+
+    def next_awake(self) -> datetime | None:
+        """When to call :meth:`next_batch` next; ``None``: at once (1 ms after an empty batch)."""
+        return None
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources when the input ends."""
+
+
+class DynamicSource(Source[X]):
+    """A source without resume state (at most once across restarts)."""
+
+    @abstractmethod
+    def build(
+        self, step_id: str, worker_index: int, worker_count: int
+    ) -> StatelessSourcePartition[X]:
+        """The reader of input ``step_id`` (flowspark builds one: worker 0 of 1)."""
+
+    def as_flowspark_input(self, step_id: str) -> Input:
+        return _DynamicInput(self, step_id)
+
+
+class _PollingPartition(StatefulSourcePartition[Any, Any]):
+    def __init__(
+        self,
+        now: datetime,
+        interval: timedelta,
+        align_to: datetime | None,
+        getter: Callable[[], Any],
+        snapshot: Callable[[], Any],
+    ) -> None:
+        self._interval, self._getter, self._snapshot = interval, getter, snapshot
+        if align_to is None:
+            self._awake = now
+        else:
+            behind = (now - align_to) % interval
+            self._awake = now + (interval - behind if behind else timedelta(0))
+
+    def next_batch(self) -> list[Any]:
+        try:
+            item = self._getter()
+        except SimplePollingSource.Retry as retry:
+            self._awake += retry.timeout
+            return []
+        self._awake += self._interval
+        return [] if item is None else [item]
+
+    def next_awake(self) -> datetime | None:
+        return self._awake
+
+    def snapshot(self) -> Any:
+        return self._snapshot()
+
+
+class SimplePollingSource(FixedPartitionedSource[X, Any]):
+    """Call :meth:`next_item` every ``interval`` (aligned to ``align_to`` if given),
+    from one partition; a ``None`` item is skipped. Raise :class:`Retry` to try
+    again sooner; override :meth:`snapshot` and :meth:`resume` to resume.
+    """
+
+    @dataclass
+    class Retry(Exception):  # noqa: N818 - bytewax's name
+        """Raise in :meth:`SimplePollingSource.next_item` to be called again after
+        ``timeout`` instead of ``interval``."""
+
+        timeout: timedelta
+
+    def __init__(self, interval: timedelta, align_to: datetime | None = None) -> None:
+        self._interval = interval
+        self._align_to = align_to
+
+    def list_parts(self) -> list[str]:
+        return ["singleton"]
+
+    def build_part(
+        self, step_id: str, for_part: str, resume_state: Any | None
+    ) -> StatefulSourcePartition[X, Any]:
+        if resume_state is not None:
+            self.resume(resume_state)
+        return _PollingPartition(
+            datetime.now(UTC), self._interval, self._align_to, self.next_item, self.snapshot
+        )
+
+    @abstractmethod
+    def next_item(self) -> X:
+        """The next item (``None``: nothing this time)."""
+
+    def snapshot(self) -> Any:
+        """The state to resume from after the last item (default ``None``)."""
+        return None
+
+    def resume(self, resume_state: Any) -> None:  # noqa: B027 - optional hook
+        """Go back to ``resume_state`` (called before :meth:`next_item` on a resume)."""
+
+
+# -- adapters onto the 0.17 families --------------------------------------------------
+
+
+class _StatefulPart(StatefulSource):
+    def __init__(self, part: StatefulSourcePartition[Any, Any]) -> None:
+        self.part = part
+        self.limit_to = getattr(part, "limit_to", None)  # flowspark's optional hook
+
+    def next_batch(self) -> list[Any]:
+        return list(self.part.next_batch())
+
+    def next_awake(self) -> datetime | None:
+        return self.part.next_awake()
+
+    def snapshot(self) -> Any:
+        return self.part.snapshot()
+
+    def close(self) -> None:
+        self.part.close()
+
+
+class _FixedPartitionedInput(PartitionedInput):
+    """A :class:`FixedPartitionedSource` as the engine's :class:`PartitionedInput`."""
+
+    def __init__(self, source: FixedPartitionedSource[Any, Any], step_id: str) -> None:
+        self.source, self.step_id = source, step_id
+
+    def list_parts(self) -> list[str]:
+        return list(self.source.list_parts())
+
+    def build_part(self, for_part: str, resume_state: Any | None) -> StatefulSource:
+        return _StatefulPart(self.source.build_part(self.step_id, for_part, resume_state))
+
+
+class _StatelessPart(StatelessSource):
+    def __init__(self, part: StatelessSourcePartition[Any]) -> None:
+        self.part = part
+
+    def next_batch(self) -> list[Any]:
+        return list(self.part.next_batch())
+
+    def next_awake(self) -> datetime | None:
+        return self.part.next_awake()
+
+    def close(self) -> None:
+        self.part.close()
+
+
+class _DynamicInput(DynamicInput):
+    """A :class:`DynamicSource` as the engine's :class:`DynamicInput`."""
+
+    def __init__(self, source: DynamicSource[Any], step_id: str) -> None:
+        self.source, self.step_id = source, step_id
+
+    def build(self, worker_index: int, worker_count: int) -> StatelessSource:
+        return _StatelessPart(self.source.build(self.step_id, worker_index, worker_count))
+
+
+def as_input(source: Any, step_id: str) -> Input:
+    """What the engine reads for ``source`` at step ``step_id``: a flowspark input as it
+    is, a bytewax 0.21 source through its adapter; anything else is a ``TypeError``."""
+    if isinstance(source, Input):
+        return source
+    if isinstance(source, Source):
+        return source.as_flowspark_input(step_id)
+    raise TypeError(
+        f"input {step_id!r}: expected a bytewax 0.21 source (e.g. TestingSource, "
+        f"FileSource, a FixedPartitionedSource) or a flowspark Input; got {type(source).__name__}"
+    )
