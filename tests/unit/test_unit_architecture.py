@@ -295,6 +295,11 @@ from flowspark.testing import TestingSource
 t = op.input("inp21", flow, TestingSource([("a", 1)]))
 t = op.inspect_debug("inspect_debug", op.flat_map_batch("flat_map_batch", t, list))
 op.output("o9", op.count_final("count_final", t, lambda x: x[0]), TestingOutput([]))
+import flowspark.operators.windowing as win
+
+sessions = win.SessionWindower(timedelta(1))
+windowed = win.count_window("count_window", t, win.SystemClock(), sessions, str)
+op.output("o10", windowed.down, TestingOutput([]))
 plan = build_plan(flow)
 kinds = {step.kind for step in plan.steps}
 missing = set(OPERATORS) - kinds

@@ -39,6 +39,7 @@ def test_the_window_kinds_and_how_they_aggregate():
         "fold_window": (True, True, "fold"),
         "collect_window": (True, True, "collect"),
         "reduce_stream": (True, True, "handler"),
+        "window": (True, True, "logic"),
     }
     for op in OPERATORS.values():
         assert (op.aggregates is not None) == op.windowed, op.name

@@ -29,6 +29,7 @@ from flowspark.api.udf.checks import check_datum_functions, check_route
 from flowspark.api.udf.handlers import Mapper, Reducer
 from flowspark.api.udf.servers import NumaflowServer, derives_from, handler_factory
 from flowspark.api.window import ClockConfig, SlidingWindow, TumblingWindow, WindowConfig
+from flowspark.api.windowing import Clock, Windower
 
 __all__ = ["Dataflow", "Stream", "WindowStream"]
 
@@ -190,6 +191,38 @@ class Stream(Generic[X_co]):
         """
         _check_callable("stateful_batch", "builder", builder)
         return self._add("stateful_batch", step_id, {"builder": builder})
+
+    def window(
+        self,
+        step_id: str,
+        clock: Any,
+        windower: Any,
+        builder: Callable[[Any], Any],
+        ordered: bool = True,
+    ) -> WindowStream:
+        """bytewax 0.21's windows: a window logic per key and window id, made by
+        ``builder(resume_state)`` (``on_value``, ``on_merge``, ``on_close``,
+        ``snapshot``). Emits ``(key, (window_id, "E", value))`` for what a logic
+        returns and ``(key, (window_id, "M", WindowMetadata))`` when a window
+        closes; ``.late`` has ``(key, (window_id, value))``. ``clock`` and
+        ``windower`` are :mod:`flowspark.api.windowing`'s; ``ordered`` applies
+        values in time order. The 0.21 operators (:mod:`flowspark.operators.windowing`)
+        split these events into ``WindowOut``.
+        """
+        if not isinstance(clock, Clock):
+            raise TypeError(
+                f"window {step_id!r}: clock must be SystemClock or EventClock; "
+                f"got {type(clock).__name__}"
+            )
+        if not isinstance(windower, Windower):
+            raise TypeError(
+                f"window {step_id!r}: windower must be TumblingWindower, SlidingWindower or "
+                f"SessionWindower; got {type(windower).__name__}"
+            )
+        _check_callable("window", "builder", builder)
+        args = {"clock": clock, "windower": windower, "ordered": bool(ordered)}
+        step = self._flow._add_step("window", step_id, self._ports, {"builder": builder}, args)
+        return WindowStream(self._flow, Port(step, 0))
 
     def batch(self, step_id: str, max_size: int, timeout: timedelta) -> Stream:
         """Emit ``(key, [values])`` at ``max_size``, ``timeout`` after a batch starts, and at

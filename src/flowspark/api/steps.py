@@ -13,8 +13,9 @@ from typing import Any, Literal
 Family = Literal["input", "stateless", "exchange", "keyed", "output"]
 # How a windowed step accumulates a window's values: the reducer folds each value
 # into the first, the builder's value folds them, a list sorted by time collects
-# them, or a Numaflow handler reads them as a stream.
-Aggregation = Literal["reduce", "fold", "collect", "handler"]
+# them, a Numaflow handler reads them as a stream, or a logic object per window
+# (bytewax 0.21's ``WindowLogic``) takes them.
+Aggregation = Literal["reduce", "fold", "collect", "handler", "logic"]
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,9 @@ OPERATORS: dict[str, OperatorKind] = _kinds(
     OperatorKind("reduce_window", "keyed", windowed=True, late_port=True, aggregates="reduce"),
     OperatorKind("fold_window", "keyed", windowed=True, late_port=True, aggregates="fold"),
     OperatorKind("collect_window", "keyed", windowed=True, late_port=True, aggregates="collect"),
+    # bytewax 0.21's windows: a window logic object per window id, the metadata of
+    # each window as it closes, items late by the watermark on ``.late``.
+    OperatorKind("window", "keyed", windowed=True, late_port=True, aggregates="logic"),
     # Numaflow's keyed kinds keep their handlers' write-ahead log per key.
     OperatorKind("accumulate", "keyed", state_per_key=True),
     OperatorKind(

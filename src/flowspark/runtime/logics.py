@@ -31,6 +31,7 @@ from flowspark.runtime.stateful import (
     StatefulBatchRun,
     StatefulMapLogic,
     WindowLogic,
+    WindowRun,
 )
 from flowspark.runtime.windowing import NUMAFLOW, NumaflowWindower, build_clock, build_windower
 from flowspark.shared.times import duration_ms
@@ -64,6 +65,13 @@ def _window(step: Any) -> KeyedLogic:
         build_windower(args["window_config"]),
         step.fns,
         with_window=args.get("with_window", False),
+    )
+
+
+def _window021(step: Any) -> KeyedLogic:
+    args = step.args
+    return WindowRun(
+        step.step_id, args["clock"], args["windower"], step.fns["builder"], args["ordered"]
     )
 
 
@@ -113,6 +121,7 @@ BUILDERS: dict[str, Callable[[Any], KeyedLogic]] = {
     "reduce_window": _window,
     "fold_window": _window,
     "collect_window": _window,
+    "window": _window021,
     "accumulate": lambda step: _accumulate(step, False),
     "reduce_stream": lambda step: _reduce_stream(step, False),
 }
