@@ -209,7 +209,10 @@ def test_sessions_merge_and_a_late_item_gets_the_late_session_id():
     bridged = op.input("inp2", flow, TestingSource([(at(0), "x"), (at(20), "y"), (at(10), "z")]))
     slow = EventClock(lambda e: e[0], wait_for_system_duration=timedelta(minutes=1))
     keyed2 = op.key_on("key2", bridged, lambda _: "B")
-    wo2 = win.collect_window("merged", keyed2, slow, SessionWindower(timedelta(seconds=10)))
+    # Unordered, so y (20 s) opens session 1 before z (10 s) bridges it to session 0.
+    wo2 = win.collect_window(
+        "merged", keyed2, slow, SessionWindower(timedelta(seconds=10)), ordered=False
+    )
     merged: list[Any] = []
     merged_meta: list[Any] = []
     op.output("merged_down", wo2.down, TestingSink(merged))
@@ -226,7 +229,7 @@ def test_sessions_merge_and_a_late_item_gets_the_late_session_id():
     ]
     assert late == [("ALL", (LATE_SESSION_ID, (at(1), "h")))]
     assert meta[1] == ("ALL", (1, WindowMetadata(at(11), at(14), set())))
-    assert values(merged) == [("B", (0, ["x", "z", "y"]))]  # ordered: by time
+    assert values(merged) == [("B", (0, ["x", "z", "y"]))]  # z joined 0, then 1 merged in
     assert merged_meta == [("B", (0, WindowMetadata(at(0), at(20), {1})))]
 
 
