@@ -149,6 +149,47 @@ def run_mapfilter(n: int) -> dict[str, Any]:
     return _result(seconds, startup, mode, ok, len(out))
 
 
+API_ENV = "FLOWSPARK_BENCH_API"  # run.py --api: "021" writes jobs with bytewax 0.21's operators
+
+
+def _api() -> str:
+    """The API a job is written with: ``"017"`` (flowspark's ``Dataflow`` methods,
+    bytewax 0.17's) or ``"021"`` (``flowspark.operators``, bytewax 0.21.1's)."""
+    return os.environ.get(API_ENV) or "017"
+
+
+def _wordcount_021(lines: list[str], out: list[Any]) -> Any:
+    """bytewax_jobs' wordcount with the prefix changed: ``op.count_final`` on the words."""
+    import flowspark.operators as op
+    from flowspark.dataflow import Dataflow
+    from flowspark.testing import TestingSink, TestingSource
+
+    flow = Dataflow("wordcount")
+    words = op.flat_map("split", op.input("inp", flow, TestingSource(lines, 1000)), str.split)
+    op.output("out", op.count_final("count", words, lambda w: w), TestingSink(out))
+    return flow
+
+
+def _window_count_021(events: list[Any], out: list[Any], late: list[Any]) -> Any:
+    """bytewax_jobs' window_count with the prefix changed: ``count_window`` with an
+    ``EventClock`` and 10 s tumbling windows (the window id is the window index)."""
+    from datetime import timedelta
+
+    import flowspark.operators as op
+    import flowspark.operators.windowing as win
+    from flowspark.dataflow import Dataflow
+    from flowspark.testing import TestingSink, TestingSource
+
+    flow = Dataflow("window_count")
+    s = op.input("inp", flow, TestingSource(events, 1000))
+    clock = win.EventClock(lambda e: e[1], wait_for_system_duration=timedelta(0))
+    windower = win.TumblingWindower(timedelta(seconds=jobs.WINDOW_S), align_to=jobs.ALIGN_TO)
+    wo = win.count_window("count", s, clock, windower, lambda e: e[0])
+    op.output("out", wo.down, TestingSink(out))
+    op.output("late", wo.late, TestingSink(late))
+    return flow
+
+
 def run_wordcount(n: int) -> dict[str, Any]:
     """n lines of 6 words -> split -> final count per word (at the end of input).
 
@@ -165,6 +206,9 @@ def run_wordcount(n: int) -> dict[str, Any]:
     startup = _engine()
     lines = jobs.wordcount_input(n)
     out: list[tuple[str, int]] = []
+    if _api() == "021":
+        seconds, mode = _timed_run(_wordcount_021(lines, out))
+        return _result(seconds, startup, mode, jobs.wordcount_check(n, out), len(out), api="021")
     flow = Dataflow()
     flow.input("inp", TestingInput(lines, batch_size=1000))
     flow.flat_map(str.split)
@@ -190,6 +234,11 @@ def run_window_count(n: int) -> dict[str, Any]:
     events = jobs.window_count_input(n)
     out: list[Any] = []
     late: list[Any] = []
+    if _api() == "021":
+        seconds, mode = _timed_run(_window_count_021(events, out, late))
+        triples = [(key, wid, c) for key, (wid, c) in out]
+        ok = jobs.window_count_check(n, triples, late=len(late))
+        return _result(seconds, startup, mode, ok, len(out), late=len(late), api="021")
     flow = Dataflow()
     stream = flow.input("inp", TestingInput(events, batch_size=1000))
     clock = EventClockConfig(lambda t: t, wait_for_system_duration=timedelta(0))

@@ -13,6 +13,8 @@ sampled by this parent (``rss.py``). ``latency`` takes ``--rate``, ``--shape`` a
 ``http_ingest.py``) takes ``--pipeline``, ``--clients`` and ``--duration``;
 ``jetstream`` (see ``jetstream.py``) takes ``--system``, ``--n`` and ``--size``;
 ``soak`` (see ``soak.py``) takes ``--system``, ``--rate``, ``--keys``, ``--duration``.
+``--api 021`` runs flowspark's ``wordcount`` and ``window_count`` written with
+bytewax 0.21's operators (``flowspark.operators``; the line gets ``"api": "021"``).
 
 Logs go to stderr. Exit code 0 if every run was ok, 1 otherwise.
 """
@@ -47,6 +49,8 @@ JOB_SYSTEMS: dict[str, tuple[str, ...]] = {
     "latency": ("flowspark", "bytewax"),
 }
 assert set(JOB_SYSTEMS) == set(jobs.JOBS), "every job needs its systems"
+# The jobs flowspark also runs written with bytewax 0.21's operators (--api 021).
+API_JOBS: tuple[str, ...] = ("wordcount", "window_count")
 BYTEWAX_VERSION = "0.21.1"
 BYTEWAX_VENV = BENCH_DIR / ".venv-bytewax"
 BYTEWAX_STAMP = BYTEWAX_VENV / f".installed-bytewax-{BYTEWAX_VERSION}"
@@ -227,6 +231,13 @@ def main(argv: list[str] | None = None) -> int:
         help="flowspark: read at most N items per micro-batch (with --stream: many batches)",
     )
     ap.add_argument(
+        "--api",
+        choices=("017", "021"),
+        default="017",
+        help="flowspark: write wordcount and window_count with flowspark's Dataflow methods "
+        "(017, bytewax 0.17's API) or with flowspark.operators (021, bytewax 0.21.1's)",
+    )
+    ap.add_argument(
         "--rate",
         type=int,
         default=jobs.LATENCY_DEFAULT_RATE,
@@ -267,6 +278,10 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["FLOWSPARK_BENCH_BATCH_ITEMS"] = str(args.batch_items)  # children inherit
     if args.master:
         os.environ["FLOWSPARK_BENCH_MASTER"] = args.master  # children inherit
+    if args.api != "017":
+        if any(job not in API_JOBS for job in job_list):
+            ap.error(f"--api {args.api} is for the jobs {', '.join(API_JOBS)}")
+        os.environ["FLOWSPARK_BENCH_API"] = args.api  # children inherit (flowspark reads it)
     all_ok = True
     for job in job_list:
         systems = list(JOB_SYSTEMS[job]) if args.system == "all" else [args.system]
