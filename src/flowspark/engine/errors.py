@@ -75,8 +75,12 @@ def _step_location(step: Any) -> tuple[str, int] | None:
     ``dt_getter``, else its own functions or handler (see
     :func:`~flowspark.runtime.user_traceback.code_location`)."""
     args = getattr(step, "args", {}) or {}
-    clock = args.get("clock_config")
-    candidates = [getattr(clock, "dt_getter", None), *(getattr(step, "fns", {}) or {}).values()]
+    clock = args.get("clock_config") or args.get("clock")  # bytewax 0.17's, or 0.21's
+    getter = getattr(clock, "dt_getter", None) or getattr(clock, "ts_getter", None)
+    candidates = [
+        getattr(getter, "__wrapped__", getter),
+        *(getattr(step, "fns", {}) or {}).values(),
+    ]
     candidates += [args.get("factory"), args.get("handler")]
     for fn in candidates:
         where = None if fn is None else code_location(fn)
