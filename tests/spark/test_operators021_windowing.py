@@ -15,6 +15,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import flowspark.operators as op
 import flowspark.operators.windowing as win
 from flowspark.dataflow import Dataflow
@@ -30,6 +32,7 @@ from flowspark.operators.windowing import (
 )
 from flowspark.recovery import RecoveryConfig
 from flowspark.testing import TestingSink, TestingSource, run_main
+from tests.docs_blocks import ROOT, blocks_for
 
 ALIGN = datetime(2022, 1, 1, tzinfo=UTC)
 NOON = datetime(2023, 1, 1, 12, 0, tzinfo=UTC)
@@ -309,3 +312,18 @@ def test_join_window_modes_as_bytewaxs_tests():
     assert _join("last", "running", one, [(at(1), 2), (at(2), 3)]) == [(1, None), (1, 2), (1, 3)]
     product = _join("product", "final", [(at(0), 1), (at(1), 2)], [(at(1), 3), (at(2), 4)])
     assert product == [(1, 3), (1, 4), (2, 3), (2, 4)]
+
+
+def test_the_bytewax_021_page_window_example(request, capsys: pytest.CaptureFixture[str]):
+    # Runs the window block of docs/bytewax-021.md (a whole-input run: grouped per step).
+    [block] = blocks_for(request)
+    namespace: dict[str, Any] = {"__name__": "docs_example"}
+    exec(compile(block.text, str(Path(ROOT / block.path)), "exec"), namespace)
+    late_click = ("ann", datetime(2024, 1, 1, 0, 0, 3, tzinfo=UTC))
+    assert sorted(capsys.readouterr().out.splitlines()) == [
+        "clicks.down: ('ann', (0, 1))",
+        "clicks.down: ('ann', (1, 1))",
+        f"clicks.late: ('ann', (0, {late_click!r}))",
+        "clicks.meta: ('ann', (0, 0))",
+        "clicks.meta: ('ann', (1, 10))",
+    ]
