@@ -1,6 +1,7 @@
 """SIGKILL a stateful flow mid-run and restart it: the sink holds exactly what an
-uninterrupted run writes (reduce_window, stateful_map, batch and a Numaflow
-accumulator, whose handler is rebuilt from its WAL after the restart).
+uninterrupted run writes (reduce_window, bytewax 0.21's fold_window, stateful_map,
+batch and a Numaflow accumulator, whose handler is rebuilt from its WAL after the
+restart).
 
 Each key's values live in one input file, so per-key arrival order — and with it
 every stateful result — is the same in every run.
@@ -39,6 +40,16 @@ if OP == "reduce_window":
     clock = EventClockConfig(lambda n: T0 + timedelta(hours=n), timedelta(0))
     flow.reduce_window("sum", clock, TumblingWindow(timedelta(hours=5), T0), lambda a, b: a + b)
     flow.map(lambda kv: f"{{kv[0]}} {{kv[1]}}")
+elif OP == "window_021":
+    # bytewax 0.21's windows (the ``window`` kind) on the same clock and windows.
+    import flowspark.operators as op
+    import flowspark.operators.windowing as win
+
+    clock = win.EventClock(lambda n: T0 + timedelta(hours=n), timedelta(0))
+    windower = win.TumblingWindower(timedelta(hours=5), T0)
+    wo = win.fold_window("sum21", flow._chain(), clock, windower, lambda: 0,
+                         lambda a, n: a + n, lambda a, b: a + b)
+    flow._extend(op.map("fmt", wo.down, lambda kv: f"{{kv[0]}} {{kv[1][0]}} {{kv[1][1]}}"))
 elif OP == "stateful_map":
     def running(total, n):
         total += n
@@ -113,7 +124,7 @@ def _finish(proc: subprocess.Popen) -> None:
     assert proc.returncode == 0, err.decode()[-3000:]
 
 
-OPS = ["reduce_window", "stateful_map", "batch", "accumulate"]
+OPS = ["reduce_window", "window_021", "stateful_map", "batch", "accumulate"]
 
 # The CLI's command for each (flow file, recovery directory) given, one after the
 # other in this one process: on one Spark session, started once.
