@@ -709,7 +709,7 @@ class WindowRun(KeyedLogic):
     The clock gives each value a time and a watermark (:class:`ClockLogic`, the
     0.17 windows' clock: the watermark formula is the same); a value whose time
     is before the watermark is late (``.late``: ``(key, (window_id, value))``,
-    ``w021.LATE_SESSION_ID`` for a session). The others are queued; with ``ordered``
+    ``LATE_SESSION_ID`` for a session). The others are queued; with ``ordered``
     the values the watermark has reached are taken in time order, otherwise all
     at once in arrival order; each goes to its windows' logics (``builder(None)``
     for a window that opens). Then sessions merge (``on_merge``) and the windows
