@@ -413,3 +413,32 @@ def test_a_failing_user_function_names_the_step_and_keeps_its_type() -> None:
     naive = Feed(fold_run(EventClock(lambda v: datetime(2024, 1, 1), ZERO_TD), TEN))
     with pytest.raises(RemoteStepFailure, match="timezone-aware"):
         naive.values([(None, "a")])
+
+
+def _built(make: Callable[[Any], Any]) -> WindowRun:
+    """The `WindowRun` of the one window step ``make(keyed stream)`` adds."""
+    flow = Dataflow("f")
+    s = op.key_on("k", op.input("inp", flow, TestingSource([at(0)])), lambda _: "ALL")
+    make(s)
+    (step,) = [step for step in flow.steps if step.kind == "window"]
+    logic = logic_for(step)
+    assert isinstance(logic, WindowRun)
+    return logic
+
+
+def test_collect_window_into_a_set_or_a_dict_and_which_operators_are_ordered() -> None:
+    clock = event_clock()
+    as_set = _built(lambda s: win.collect_window("c", s, clock, TEN, into=set))
+    feed = Feed(as_set).each([(at(1), "a"), (at(2), "a"), (at(3), "b")]).end()
+    assert feed.down == [(0, {(at(1), "a"), (at(2), "a"), (at(3), "b")})]
+    pairs = EventClock(lambda kv: at(kv[1]), ZERO_TD)
+    as_dict = _built(lambda s: win.collect_window("c", s, pairs, TEN, into=dict))
+    assert Feed(as_dict).each([("x", 1), ("y", 2), ("x", 3)]).end().down == [(0, {"x": 3, "y": 2})]
+    same_time = EventClock(lambda v: at(1), ZERO_TD)
+    bad = _built(lambda s: win.collect_window("c", s, same_time, TEN, into=dict))
+    with pytest.raises(RemoteStepFailure, match="requires `\\(key, value\\)` 2-tuple"):
+        Feed(bad).values([5])
+    assert as_set.ordered and as_dict.ordered
+    assert not _built(lambda s: win.reduce_window("r", s, clock, TEN, max)).ordered
+    assert not _built(lambda s: win.count_window("n", s, clock, TEN, str)).ordered
+    assert not _built(lambda s: win.collect_window("c", s, clock, TEN, ordered=False)).ordered
