@@ -189,6 +189,8 @@ def _detail(step: Any) -> str:
     parts = []
     if "window_config" in args:
         parts.append(_window(args["window_config"]))
+    if "windower" in args:  # bytewax 0.21's windows
+        parts.append(_window(args["windower"]))
     if step.kind == "batch":
         parts.append(f"max {args.get('max_size')}, {_duration(args.get('timeout'))}")
     if step.kind == "accumulate" and isinstance(args.get("timeout"), timedelta):
