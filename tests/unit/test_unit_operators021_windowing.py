@@ -165,6 +165,12 @@ def test_the_step_ids_are_bytewax_s() -> None:
     with pytest.raises(TypeError, match="clock must be SystemClock or EventClock"):
         win.count_window("n", s, object(), SessionWindower(ZERO_TD), str)
 
+    class MyWindower(win.Windower):  # bytewax lets you define one; not flowspark yet
+        pass
+
+    with pytest.raises(TypeError, match="windower must be TumblingWindower, SlidingWindower"):
+        win.count_window("n2", s, SystemClock(), MyWindower(), str)
+
 
 def test_a_window_step_builds_its_logic() -> None:
     flow = Dataflow("f")

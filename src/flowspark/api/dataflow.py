@@ -29,7 +29,13 @@ from flowspark.api.udf.checks import check_datum_functions, check_route
 from flowspark.api.udf.handlers import Mapper, Reducer
 from flowspark.api.udf.servers import NumaflowServer, derives_from, handler_factory
 from flowspark.api.window import ClockConfig, SlidingWindow, TumblingWindow, WindowConfig
-from flowspark.api.windowing import Clock, Windower
+from flowspark.api.windowing import (
+    EventClock,
+    SessionWindower,
+    SlidingWindower,
+    SystemClock,
+    TumblingWindower,
+)
 
 __all__ = ["Dataflow", "Stream", "WindowStream"]
 
@@ -209,12 +215,12 @@ class Stream(Generic[X_co]):
         values in time order. The 0.21 operators (:mod:`flowspark.operators.windowing`)
         split these events into ``WindowOut``.
         """
-        if not isinstance(clock, Clock):
+        if not isinstance(clock, SystemClock | EventClock):  # a Clock of your own: not yet
             raise TypeError(
                 f"window {step_id!r}: clock must be SystemClock or EventClock; "
                 f"got {type(clock).__name__}"
             )
-        if not isinstance(windower, Windower):
+        if not isinstance(windower, TumblingWindower | SlidingWindower | SessionWindower):
             raise TypeError(
                 f"window {step_id!r}: windower must be TumblingWindower, SlidingWindower or "
                 f"SessionWindower; got {type(windower).__name__}"
