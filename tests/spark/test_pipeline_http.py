@@ -208,9 +208,14 @@ def test_max_batch_items_caps_what_one_micro_batch_takes_from_the_http_source(tm
     conn.close()
     run.wait_for(lambda: len(run.log_records()) >= 300, timeout=120)
     assert sorted(int(r["payload"]) for r in run.log_records()) == list(range(300))
-    batches = [json.loads(line) for line in progress.read_text().splitlines()]
-    read = [b["steps"].get("in", {}).get("out", 0) for b in batches]
-    assert sum(read) == 300 and max(read) == 40
+
+    def read() -> list[int]:  # per micro-batch; a batch's line comes after its output
+        text = progress.read_text() if progress.exists() else ""
+        lines = text.split("\n")[:-1]  # whole lines only: the last may be mid-write
+        return [json.loads(line)["steps"].get("in", {}).get("out", 0) for line in lines]
+
+    run.wait_for(lambda: sum(read()) >= 300, timeout=60)
+    assert sum(read()) == 300 and max(read()) == 40
 
 
 def _walk_through() -> tuple[list[str], list[tuple[str, int, str, str]]]:
@@ -245,7 +250,8 @@ def test_the_http_source_pages_walk_through_ends_in_sorted_output(tmp_path, runs
     run = Run([*args, "--progress-json", str(progress)], tmp_path)
 
     def read() -> int:
-        lines = progress.read_text().splitlines() if progress.exists() else []
+        text = progress.read_text() if progress.exists() else ""
+        lines = text.split("\n")[:-1]  # whole lines only: the last may be mid-write
         steps = [json.loads(line)["steps"] for line in lines]
         return sum(s.get(v, {}).get("out", 0) for s in steps for v in ("http-one", "http-two"))
 
