@@ -33,6 +33,7 @@ from flowspark.operators.logic import ItemLogicBuilder, StatefulBatchLogic
 from flowspark.operators.scoping import operator
 from flowspark.operators.shims import (
     _ExpandValues,
+    _identity,
     _KeyOne,
     _PreReduce,
     _ReduceFolder,
@@ -60,10 +61,6 @@ X = TypeVar("X")
 V = TypeVar("V")
 W = TypeVar("W")
 S = TypeVar("S")
-
-
-def _identity(x: Any) -> Any:
-    return x
 
 
 def _add(a: Any, b: Any) -> Any:

@@ -198,6 +198,11 @@ class _PreReduce(_Wrapper):
         return list(reduced.items())
 
 
+def _identity(x: Any) -> Any:
+    """The default ``by`` of the max/min operators: a value is its own key."""
+    return x
+
+
 @dataclass(frozen=True)
 class _ReduceFolder:
     """A fold whose empty accumulator is ``None``: the first value starts it."""

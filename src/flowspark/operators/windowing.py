@@ -53,6 +53,7 @@ from flowspark.api.windowing import (
 from flowspark.operators.core import KeyedStream
 from flowspark.operators.joins import JoinEmitMode, JoinInsertMode, JoinState, _join_label_merge
 from flowspark.operators.scoping import operator
+from flowspark.operators.shims import _identity, _ReduceFolder
 from flowspark.operators.stateless import filter_map_value, key_on
 
 __all__ = [
@@ -321,18 +322,6 @@ def _no_value() -> Any:
     return None
 
 
-@dataclass(frozen=True)
-class _FirstOrReduce:
-    reducer: Callable[[Any, Any], Any]
-
-    @property
-    def __wrapped__(self) -> Callable[..., Any]:
-        return self.reducer
-
-    def __call__(self, acc: Any, value: Any) -> Any:
-        return value if acc is None else self.reducer(acc, value)
-
-
 @operator
 def reduce_window(
     step_id: str,
@@ -349,14 +338,10 @@ def reduce_window(
         clock,
         windower,
         _no_value,
-        _FirstOrReduce(reducer),
+        _ReduceFolder(reducer),
         reducer,
         ordered=False,
     )
-
-
-def _identity(x: Any) -> Any:
-    return x
 
 
 @operator
