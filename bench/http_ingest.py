@@ -28,7 +28,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,8 @@ import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+from ports import free_port
 
 BENCH_DIR = Path(__file__).resolve().parent
 ROOT = BENCH_DIR.parent
@@ -53,12 +54,6 @@ PIPELINES = {
 
 def log(msg: str) -> None:
     print(f"[http_ingest] {msg}", file=sys.stderr, flush=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _percentile(values: list[float], q: float) -> float | None:
@@ -230,7 +225,7 @@ def run_pipeline(name: str, clients: int, seconds: float, drain_s: float) -> dic
     vertices, udfs = PIPELINES[name]
     work = Path(tempfile.mkdtemp(prefix=f"flowspark-http-{name}-"))
     sink_file = work / "sink.txt"
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     udf_flags = [f"--udf=out={BENCH_DIR / 'udfs' / 'stopwatch_sink.py'}"]
     udf_flags += [f"--udf={v}={p}" for v, p in udfs.items()]

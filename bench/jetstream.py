@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import rss
+from ports import free_port
 
 BENCH_DIR = Path(__file__).resolve().parent
 SYSTEMS = ("flowspark", "nats-py")
@@ -47,12 +48,6 @@ SYSTEMS = ("flowspark", "nats-py")
 
 def log(msg: str) -> None:
     print(f"[jetstream] {msg}", file=sys.stderr, flush=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _nats_server() -> str:
@@ -342,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     systems = SYSTEMS if args.system == "all" else (args.system,)
     with tempfile.TemporaryDirectory(prefix="flowspark-bench-js-") as tmp:
         work = Path(tmp)
-        port = _free_port()
+        port = free_port()
         server_log = open(work / "nats.log", "wb")  # noqa: SIM115
         server = subprocess.Popen(
             [_nats_server(), "-js", "-a", "127.0.0.1", "-p", str(port), "-sd", str(work / "store")],

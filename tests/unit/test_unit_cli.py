@@ -37,17 +37,6 @@ _counter = itertools.count()
 
 
 @pytest.fixture
-def isolated(monkeypatch, tmp_path):
-    """Run in ``tmp_path``; undo locate_dataflow's sys.path and sys.modules changes."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    before = set(sys.modules)
-    yield tmp_path
-    for name in set(sys.modules) - before:
-        del sys.modules[name]
-
-
-@pytest.fixture
 def module_name(isolated: Path) -> str:
     """A fresh importable module (unique name, so no import cache interferes)."""
     name = f"fs_cli_flows_{next(_counter)}"
@@ -55,44 +44,24 @@ def module_name(isolated: Path) -> str:
     return name
 
 
-def test_module_colon_attribute(module_name):
-    flow = locate_dataflow(f"{module_name}:other")
+# What follows ``MODULE:`` in the import string (``None``: no colon) and the flow it names.
+@pytest.mark.parametrize(
+    ("attribute", "flow_id"),
+    [
+        ("other", "other"),
+        (None, "default"),
+        ("", "default"),
+        ("make()", "made-1"),
+        ("make('wc', size=3)", "wc-3"),
+        ("make('a:b')", "a:b-1"),
+        ("make_list([1, 'two'])", "list-1,two"),
+    ],
+)
+def test_an_attribute_or_a_factory_call_names_the_flow(module_name, attribute, flow_id):
+    target = module_name if attribute is None else f"{module_name}:{attribute}"
+    flow = locate_dataflow(target)
     assert isinstance(flow, Dataflow)
-    assert flow.flow_id == "other"
-
-
-def test_attribute_defaults_to_flow(module_name):
-    assert locate_dataflow(module_name).flow_id == "default"
-
-
-def test_module_with_trailing_colon_defaults_to_flow(module_name):
-    assert locate_dataflow(f"{module_name}:").flow_id == "default"
-
-
-def test_factory_call_without_arguments(module_name):
-    assert locate_dataflow(f"{module_name}:make()").flow_id == "made-1"
-
-
-def test_factory_call_with_literal_arguments(module_name):
-    assert locate_dataflow(f"{module_name}:make('wc', size=3)").flow_id == "wc-3"
-
-
-def test_factory_call_with_a_literal_containing_a_colon(module_name):
-    assert locate_dataflow(f"{module_name}:make('a:b')").flow_id == "a:b-1"
-
-
-def test_factory_call_with_a_list_literal(module_name):
-    assert locate_dataflow(f"{module_name}:make_list([1, 'two'])").flow_id == "list-1,two"
-
-
-def test_factory_arguments_must_be_literals(module_name):
-    with pytest.raises(SystemExit, match="must be literals"):
-        locate_dataflow(f"{module_name}:make(config)")
-
-
-def test_unknown_factory(module_name):
-    with pytest.raises(SystemExit, match="has no function 'nope'"):
-        locate_dataflow(f"{module_name}:nope()")
+    assert flow.flow_id == flow_id
 
 
 def test_file_path_with_attribute(isolated):
@@ -124,29 +93,24 @@ def test_missing_module_exits_with_a_clear_message(isolated):
         locate_dataflow("fs_no_such_module_xyz:flow")
 
 
-def test_missing_attribute_exits_with_a_clear_message(module_name):
-    with pytest.raises(SystemExit, match=f"'{module_name}' has no attribute 'nope'"):
-        locate_dataflow(f"{module_name}:nope")
-
-
-def test_non_dataflow_attribute_exits(module_name):
-    with pytest.raises(SystemExit, match="is an int, not a Dataflow"):
-        locate_dataflow(f"{module_name}:not_a_flow")
-
-
-def test_factory_returning_a_non_dataflow_exits(module_name):
-    with pytest.raises(SystemExit, match="not a Dataflow"):
-        locate_dataflow(f"{module_name}:make_number()")
-
-
-def test_dotted_attribute_is_not_understood(module_name):
-    with pytest.raises(SystemExit, match="cannot understand 'flow.steps'"):
-        locate_dataflow(f"{module_name}:flow.steps")
-
-
-def test_malformed_attribute_exits_with_a_clear_message(module_name):
-    with pytest.raises(SystemExit, match="flowspark.run"):
-        locate_dataflow(f"{module_name}:make(")
+# What follows ``MODULE:`` and what the exit message says (``{module}``: the module).
+@pytest.mark.parametrize(
+    ("attribute", "message"),
+    [
+        ("make(config)", "must be literals"),
+        ("nope()", "has no function 'nope'"),
+        ("nope", "'{module}' has no attribute 'nope'"),
+        ("not_a_flow", "is an int, not a Dataflow"),
+        ("make_number()", "not a Dataflow"),
+        ("flow.steps", "cannot understand 'flow.steps'"),
+        ("make(", "flowspark.run"),
+    ],
+)
+def test_an_attribute_that_names_no_flow_exits_with_a_clear_message(
+    module_name, attribute, message
+):
+    with pytest.raises(SystemExit, match=message.format(module=module_name)):
+        locate_dataflow(f"{module_name}:{attribute}")
 
 
 def test_missing_dependency_of_the_module_is_not_masked(isolated):

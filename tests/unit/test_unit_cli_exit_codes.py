@@ -24,29 +24,9 @@ from flowspark.dataflow import Dataflow
 from flowspark.runtime.errors import StepError, user_error
 from flowspark.runtime.user_traceback import code_location, error_line, user_location
 from flowspark.testing import TestingInput, TestingOutput
+from tests.pipeline_yaml import in_udf_out
 
-PIPELINE = """\
-apiVersion: numaflow.numaproj.io/v1alpha1
-kind: Pipeline
-metadata:
-  name: p
-spec:
-  vertices:
-    - name: in
-      source:
-        generator: {rpu: 5, duration: 1s}
-    - name: up
-      udf:
-        container: {image: my-udf}
-    - name: out
-      sink:
-        log: {}
-  edges:
-    - from: in
-      to: up
-    - from: up
-      to: out
-"""
+PIPELINE = in_udf_out("up", "container: {image: my-udf}")
 
 GOOD_FLOW = """\
 from flowspark.connectors.stdio import StdOutput

@@ -13,28 +13,9 @@ from pathlib import Path
 
 import pytest
 
-GOOD = """\
-apiVersion: numaflow.numaproj.io/v1alpha1
-kind: Pipeline
-metadata:
-  name: p
-spec:
-  vertices:
-    - name: in
-      source:
-        generator: {rpu: 5, duration: 1s}
-    - name: cat
-      udf:
-        builtin: {name: cat}
-    - name: out
-      sink:
-        log: {}
-  edges:
-    - from: in
-      to: cat
-    - from: cat
-      to: out
-"""
+from tests.pipeline_yaml import in_udf_out
+
+GOOD = in_udf_out("cat", "builtin: {name: cat}")
 
 CASES = {
     "bad duration": (

@@ -278,19 +278,6 @@ def test_a_bad_progress_line_is_named(bad, message):
 
 # -- files and the CLI ------------------------------------------------------------------
 
-_counter = itertools.count()
-
-
-@pytest.fixture
-def isolated(monkeypatch, tmp_path):
-    """Run in ``tmp_path``; undo the target resolution's sys.path and sys.modules changes."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    before = set(sys.modules)
-    yield tmp_path
-    for name in set(sys.modules) - before:
-        del sys.modules[name]
-
 
 def quickstart_target(tmp: Path) -> str:
     """examples/quickstart.py (the ``isolated`` fixture forgets its module afterwards)."""

@@ -26,24 +26,38 @@ __all__ = ["batch_async", "batch_getter", "batch_getter_ex"]
 X = TypeVar("X")
 
 
+_NO_ITEM: Any = object()
+
+
+def _batches(take: Callable[[], X], batch_size: int) -> Iterator[list[X]]:
+    """Lists of up to ``batch_size`` items from ``take()``; a list ends early when it
+    returns ``_NO_ITEM``. A ``StopIteration`` from ``take`` yields the last list and ends."""
+    while True:
+        batch: list[X] = []
+        while len(batch) < batch_size:
+            try:
+                item = take()
+            except StopIteration:
+                yield batch
+                return
+            if item is _NO_ITEM:
+                break
+            batch.append(item)
+        yield batch
+
+
 def batch_getter(
     getter: Callable[[], X], batch_size: int, yield_on: X | None = None
 ) -> Iterator[list[X]]:
     """Lists of up to ``batch_size`` items from ``getter()``; a list ends early when
     the getter returns ``yield_on`` (no item yet). A ``StopIteration`` from the getter
     yields the last list and ends."""
-    while True:
-        batch: list[X] = []
-        while len(batch) < batch_size:
-            try:
-                item = getter()
-            except StopIteration:
-                yield batch
-                return
-            if item == yield_on:
-                break
-            batch.append(item)
-        yield batch
+
+    def take() -> X:
+        item = getter()
+        return _NO_ITEM if item == yield_on else item
+
+    return _batches(take, batch_size)
 
 
 def batch_getter_ex(
@@ -52,17 +66,14 @@ def batch_getter_ex(
     """Lists of up to ``batch_size`` items from ``getter()``; a list ends early when
     the getter raises ``yield_ex`` (no item yet). A ``StopIteration`` from the getter
     yields the last list and ends."""
-    while True:
-        batch: list[X] = []
-        while len(batch) < batch_size:
-            try:
-                batch.append(getter())
-            except yield_ex:
-                break
-            except StopIteration:
-                yield batch
-                return
-        yield batch
+
+    def take() -> X:
+        try:
+            return getter()
+        except yield_ex:
+            return _NO_ITEM
+
+    return _batches(take, batch_size)
 
 
 def batch_async(

@@ -18,19 +18,11 @@ yet: docs/bytewax-021.md.
 ['map_eg.inp', 'map_eg.add_one', 'map_eg.out']
 """
 
+# Every name of the core and stateless modules is an operator of this package (their
+# ``__all__`` is the list); of the other modules, the names imported here.
 from flowspark.api.dataflow import Dataflow, Stream
-from flowspark.operators.core import (
-    BranchOut,
-    KeyedStream,
-    branch,
-    flat_map_batch,
-    input,
-    inspect_debug,
-    merge,
-    output,
-    redistribute,
-    stateful_batch,
-)
+from flowspark.operators.core import *  # noqa: F403
+from flowspark.operators.core import __all__ as _core_names
 from flowspark.operators.joins import JoinEmitMode, JoinInsertMode, join
 from flowspark.operators.keyed import (
     collect,
@@ -46,64 +38,28 @@ from flowspark.operators.keyed import (
 from flowspark.operators.logic import StatefulBatchLogic, StatefulLogic
 from flowspark.operators.scoping import operator
 from flowspark.operators.shims import TTLCache
-from flowspark.operators.stateless import (
-    enrich_cached,
-    filter,
-    filter_map,
-    filter_map_value,
-    filter_value,
-    flat_map,
-    flat_map_value,
-    flatten,
-    inspect,
-    key_on,
-    key_rm,
-    map,
-    map_value,
-    raises,
-)
+from flowspark.operators.stateless import *  # noqa: F403
+from flowspark.operators.stateless import __all__ as _stateless_names
 
 __all__ = [
-    "BranchOut",
     "Dataflow",
     "JoinEmitMode",
     "JoinInsertMode",
-    "KeyedStream",
     "StatefulBatchLogic",
     "StatefulLogic",
     "Stream",
     "TTLCache",
-    "branch",
     "collect",
     "count_final",
-    "enrich_cached",
-    "filter",
-    "filter_map",
-    "filter_map_value",
-    "filter_value",
-    "flat_map",
-    "flat_map_batch",
-    "flat_map_value",
-    "flatten",
     "fold_final",
-    "input",
-    "inspect",
-    "inspect_debug",
     "join",
-    "key_on",
-    "key_rm",
-    "map",
-    "map_value",
     "max_final",
-    "merge",
     "min_final",
     "operator",
-    "output",
-    "raises",
-    "redistribute",
     "reduce_final",
     "stateful",
-    "stateful_batch",
     "stateful_flat_map",
     "stateful_map",
+    *_core_names,
+    *_stateless_names,
 ]

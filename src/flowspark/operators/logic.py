@@ -38,7 +38,33 @@ S = TypeVar("S")
 _EMPTY: tuple[Any, ...] = ()
 
 
-class StatefulBatchLogic(ABC, Generic[V, W, S]):
+class _KeyLogic(ABC, Generic[V, W, S]):
+    """What both logic classes share: the constants, the optional hooks and
+    ``snapshot``."""
+
+    RETAIN: bool = False
+    """Keep this logic (and its state) after the call."""
+    DISCARD: bool = True
+    """Forget this logic (and its state) after the call."""
+
+    def on_notify(self) -> tuple[Iterable[W], bool]:
+        """The time :meth:`notify_at` gave has passed (default: nothing, keep)."""
+        return (_EMPTY, _KeyLogic.RETAIN)
+
+    def on_eof(self) -> tuple[Iterable[W], bool]:
+        """The input has ended (default: nothing, keep)."""
+        return (_EMPTY, _KeyLogic.RETAIN)
+
+    def notify_at(self) -> datetime | None:
+        """When to call :meth:`on_notify` next (an aware datetime), or ``None``."""
+        return None
+
+    @abstractmethod
+    def snapshot(self) -> S:
+        """The key's state, picklable, from which the builder rebuilds this logic."""
+
+
+class StatefulBatchLogic(_KeyLogic[V, W, S]):
     """The logic of one key for ``stateful_batch``.
 
     Per call: :meth:`on_batch` with the key's new values, :meth:`on_notify`
@@ -47,60 +73,18 @@ class StatefulBatchLogic(ABC, Generic[V, W, S]):
     ``(key, value)``; ``discard`` true (:attr:`DISCARD`) forgets the key.
     """
 
-    RETAIN: bool = False
-    """Keep this logic (and its state) after the call."""
-    DISCARD: bool = True
-    """Forget this logic (and its state) after the call."""
-
     @abstractmethod
     def on_batch(self, values: list[V]) -> tuple[Iterable[W], bool]:
         """The key's new values, in arrival order."""
 
-    def on_notify(self) -> tuple[Iterable[W], bool]:
-        """The time :meth:`notify_at` gave has passed (default: nothing, keep)."""
-        return (_EMPTY, StatefulBatchLogic.RETAIN)
 
-    def on_eof(self) -> tuple[Iterable[W], bool]:
-        """The input has ended (default: nothing, keep)."""
-        return (_EMPTY, StatefulBatchLogic.RETAIN)
-
-    def notify_at(self) -> datetime | None:
-        """When to call :meth:`on_notify` next (an aware datetime), or ``None``."""
-        return None
-
-    @abstractmethod
-    def snapshot(self) -> S:
-        """The key's state, picklable, from which the builder rebuilds this logic."""
-
-
-class StatefulLogic(ABC, Generic[V, W, S]):
+class StatefulLogic(_KeyLogic[V, W, S]):
     """The logic of one key for ``stateful``: as :class:`StatefulBatchLogic`, but
     :meth:`on_item` gets one value at a time."""
-
-    RETAIN: bool = False
-    """Keep this logic (and its state) after the call."""
-    DISCARD: bool = True
-    """Forget this logic (and its state) after the call."""
 
     @abstractmethod
     def on_item(self, value: V) -> tuple[Iterable[W], bool]:
         """One new value of the key."""
-
-    def on_notify(self) -> tuple[Iterable[W], bool]:
-        """The time :meth:`notify_at` gave has passed (default: nothing, keep)."""
-        return (_EMPTY, StatefulLogic.RETAIN)
-
-    def on_eof(self) -> tuple[Iterable[W], bool]:
-        """The input has ended (default: nothing, keep)."""
-        return (_EMPTY, StatefulLogic.RETAIN)
-
-    def notify_at(self) -> datetime | None:
-        """When to call :meth:`on_notify` next (an aware datetime), or ``None``."""
-        return None
-
-    @abstractmethod
-    def snapshot(self) -> S:
-        """The key's state, picklable, from which the builder rebuilds this logic."""
 
 
 class ItemLogics(StatefulBatchLogic[Any, Any, Any]):
