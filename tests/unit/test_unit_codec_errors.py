@@ -313,3 +313,20 @@ def test_a_failure_without_user_frames_gets_no_traceback_note():
     error = find_step_error(failure_text(ValueError("bad byte")))
     assert "bad byte" in str(error)
     assert not getattr(error.__cause__, "__notes__", None)
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(
+        st.datetimes(
+            min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(UTC)
+        ),
+        min_size=64,
+        max_size=80,
+    ),
+    st.booleans(),
+)
+def test_utc_datetimes_round_trip_to_the_microsecond_in_any_year(times, as_tuples):
+    # Columns of epoch microseconds: a float of seconds loses microseconds past 2106.
+    items = [(i, t) for i, t in enumerate(times)] if as_tuples else times
+    assert decode_items(encode_items(items)) == items

@@ -35,7 +35,7 @@ from flowspark.operators.windowing import (
 from flowspark.runtime.errors import RemoteStepFailure, find_step_error
 from flowspark.runtime.keyed import KeyedCall
 from flowspark.runtime.logics import logic_for
-from flowspark.runtime.stateful import WindowRun
+from flowspark.runtime.window_run import WindowRun
 from flowspark.runtime.windowing import EOF_MS
 from flowspark.shared.times import aware_to_ms
 from flowspark.testing import TestingSource

@@ -4,7 +4,7 @@ The 0.21 window operators (:mod:`flowspark.operators.windowing`) take one clock
 (:class:`SystemClock`, :class:`EventClock`) and one windower
 (:class:`TumblingWindower`, :class:`SlidingWindower`, :class:`SessionWindower`);
 the logic that runs them, with bytewax 0.21's window ids, metadata and lateness,
-is the ``window`` kind's (:class:`flowspark.runtime.stateful.WindowRun`). bytewax
+is the ``window`` kind's (:class:`flowspark.runtime.window_run.WindowRun`). bytewax
 0.17's configs stay in :mod:`flowspark.api.window`.
 
 >>> from datetime import datetime, timedelta, timezone

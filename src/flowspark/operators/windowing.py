@@ -3,7 +3,7 @@
 Every window operator ends in :func:`window`: one step of the ``window`` kind,
 which keeps per key a clock, the open windows by id, a logic per window and
 (with ``ordered``) the values waiting for the watermark, in Spark's state store
-(:class:`flowspark.runtime.stateful.WindowRun`). It returns :class:`WindowOut`:
+(:class:`flowspark.runtime.window_run.WindowRun`). It returns :class:`WindowOut`:
 ``down`` has ``(key, (window_id, value))``, ``late`` the late values as ``(key,
 (window_id, value))`` and ``meta`` ``(key, (window_id, WindowMetadata))`` once a
 window closes. What differs from bytewax 0.21.1: docs/bytewax-021.md.
@@ -205,6 +205,12 @@ class FoldWindowBuilder:
 
     def __init__(self, builder: Callable[[], Any], folder: Callable, merger: Callable) -> None:
         self.builder, self.folder, self.merger = builder, folder, merger
+
+    @property
+    def fold_fns(self) -> tuple[Callable[[], Any], Callable]:
+        """``(builder, folder)``: the engine may fold values straight into accumulators
+        (a logic's snapshot is its accumulator, and ``builder(None)`` starts one)."""
+        return (self.builder, self.folder)
 
     @property
     def __wrapped__(self) -> Callable[..., Any]:

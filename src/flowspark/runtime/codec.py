@@ -30,6 +30,7 @@ import pickle
 import struct
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
+from itertools import repeat
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -128,6 +129,7 @@ def decode_event_times(data: bytes) -> tuple[str, int, int, int]:
 _ORDER = struct.Struct("<q")
 
 
+_MICRO = 1e-6
 _COLUMNS_MIN = 64  # below this, columns are not worth their checks
 _TZINFO = attrgetter("tzinfo")
 
@@ -206,10 +208,20 @@ def _decode_columns(payload: memoryview) -> list[Any]:
     return list(_rebuild(shape, iter(columns)))
 
 
+# Seconds as a float keep the microsecond (error below 0.5 µs) while |seconds| < 2**32
+# (years 1833 to 2106); further out, whole microseconds in integer arithmetic.
+_FLOAT_EXACT_US = 2**32 * 1_000_000
+
+
 def _datetimes(micros: list[int]) -> list[datetime]:
-    """UTC datetimes of epoch microseconds."""
-    from_ts = datetime.fromtimestamp
-    return [from_ts(us / 1e6, UTC) for us in micros]
+    """UTC datetimes of epoch microseconds.
+
+    >>> _datetimes([1, 10_000_000_000_000_000 + 7])[1].isoformat()
+    '2286-11-20T17:46:40.000007+00:00'
+    """
+    if micros and max(micros) < _FLOAT_EXACT_US and min(micros) > -_FLOAT_EXACT_US:
+        return list(map(datetime.fromtimestamp, map(_MICRO.__rmul__, micros), repeat(UTC)))
+    return [EPOCH + timedelta(microseconds=us) for us in micros]
 
 
 def _datum_types() -> tuple[type, ...]:

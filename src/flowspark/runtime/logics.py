@@ -31,8 +31,8 @@ from flowspark.runtime.stateful import (
     StatefulBatchRun,
     StatefulMapLogic,
     WindowLogic,
-    WindowRun,
 )
+from flowspark.runtime.window_run import WindowRun
 from flowspark.runtime.windowing import NUMAFLOW, NumaflowWindower, build_clock, build_windower
 from flowspark.shared.times import duration_ms
 
