@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
+from operator import add as _add  # C: count_final sums with it per item
 from typing import Any, TypeVar
 
 from flowspark.api.dataflow import Stream
@@ -61,10 +62,6 @@ X = TypeVar("X")
 V = TypeVar("V")
 W = TypeVar("W")
 S = TypeVar("S")
-
-
-def _add(a: Any, b: Any) -> Any:
-    return a + b
 
 
 @operator

@@ -188,14 +188,18 @@ class _PreReduce(_Wrapper):
 
     def __call__(self, items: list[Any]) -> list[tuple[Any, Any]]:
         reduced: dict[Any, Any] = {}
-        reducer = self.fn
+        reducer, missing = self.fn, _MISSING
         for item in items:
-            key, value = split_pair(self.step_id, item)
-            if key in reduced:
-                reduced[key] = reducer(reduced[key], value)
+            if type(item) is tuple and len(item) == 2:  # split_pair's work, inlined
+                key, value = item
             else:
-                reduced[key] = value
+                key, value = split_pair(self.step_id, item)
+            acc = reduced.get(key, missing)
+            reduced[key] = value if acc is missing else reducer(acc, value)
         return list(reduced.items())
+
+
+_MISSING: Any = object()
 
 
 def _identity(x: Any) -> Any:

@@ -33,6 +33,7 @@ import typing
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from operator import add as _add
 from typing import Any, Generic, TypeVar
 
 from flowspark.api.dataflow import Stream
@@ -304,10 +305,6 @@ def _zero() -> int:
 
 def _count_one(n: int, _value: Any) -> int:
     return n + 1
-
-
-def _add(a: Any, b: Any) -> Any:
-    return a + b
 
 
 @operator
