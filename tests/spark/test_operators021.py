@@ -11,7 +11,6 @@ item) keep bytewax's order. The page docs/bytewax-021.md is run here too.
 from __future__ import annotations
 
 import re
-import runpy
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -522,11 +521,8 @@ def test_custom_sources_and_sinks_of_each_0_21_family():
     )
 
 
-def test_the_wordcount_example_prints_bytewaxs_counts(capsys, monkeypatch):
-    monkeypatch.chdir(ROOT)
-    flow = runpy.run_path(str(ROOT / "examples" / "bytewax021_wordcount.py"))["flow"]
-    run_main(flow)
-    printed = sorted(_printed(capsys))
+def test_the_wordcount_example_prints_bytewaxs_counts(run_example):
+    printed = sorted(run_example("bytewax021_wordcount.py"))
     assert printed == sorted(
         [
             "(\"'tis\", 1)",
