@@ -36,7 +36,7 @@ from typing import Any
 
 import cloudpickle
 
-from flowspark.api.udf.times import UTC_EPOCH
+from flowspark.api.udf.times import UTCDateTime
 from flowspark.api.udf.types import Datum
 from flowspark.shared.times import EPOCH, ONE_US
 
@@ -213,15 +213,16 @@ def _decode_columns(payload: memoryview) -> list[Any]:
 _FLOAT_EXACT_US = 2**32 * 1_000_000
 
 
-def _datetimes(micros: list[int]) -> list[datetime]:
-    """UTC datetimes of epoch microseconds.
+def _datetimes(micros: list[int], cls: type[datetime] = datetime) -> list[datetime]:
+    """UTC datetimes (of type ``cls``) of epoch microseconds.
 
     >>> _datetimes([1, 10_000_000_000_000_000 + 7])[1].isoformat()
     '2286-11-20T17:46:40.000007+00:00'
     """
     if micros and max(micros) < _FLOAT_EXACT_US and min(micros) > -_FLOAT_EXACT_US:
-        return list(map(datetime.fromtimestamp, map(_MICRO.__rmul__, micros), repeat(UTC)))
-    return [EPOCH + timedelta(microseconds=us) for us in micros]
+        return list(map(cls.fromtimestamp, map(_MICRO.__rmul__, micros), repeat(UTC)))
+    epoch = cls.fromtimestamp(0, UTC)
+    return [epoch + timedelta(microseconds=us) for us in micros]
 
 
 def _datum_types() -> tuple[type, ...]:
@@ -265,18 +266,14 @@ def _encode_datums(items: list[Any]) -> bytes | None:
 
 def _decode_datums(payload: memoryview) -> list[Any]:
     cls, keys, values, event_us, watermark_us, headers, ids, tags = pickle.loads(payload)
-    cache: dict[int, Any] = {}
 
     def times(column: list[int]) -> list[Any]:
-        out = []
-        for us in column:
-            t = cache.get(us)
-            if t is None:
-                if len(cache) > 4096:
-                    cache.clear()
-                t = cache[us] = UTC_EPOCH + timedelta(microseconds=us)
-            out.append(t)
-        return out
+        """One datetime per distinct time (a watermark column is mostly one value)."""
+        distinct = list(set(column))
+        if len(distinct) == len(column):
+            return _datetimes(column, UTCDateTime)
+        made = _datetimes(distinct, UTCDateTime)
+        return list(map(dict(zip(distinct, made)).__getitem__, column))
 
     n = len(values)
     make = cls._make
