@@ -61,6 +61,7 @@ from collections.abc import Iterator
 from importlib import resources
 from typing import Any
 
+from flowspark.engine import class_archive
 from flowspark.engine.compat import (
     check_pyspark,
     executor_count,
@@ -70,9 +71,11 @@ from flowspark.engine.compat import (
 )
 from flowspark.engine.errors import FlowRunError
 from flowspark.engine.java import find_java_home
+from flowspark.engine.jvm_flags import JVM_FLAGS
 from flowspark.engine.jvm_output import filtered_jvm_output
 
 __all__ = [
+    "JVM_FLAGS",
     "get_session",
     "session_master",
     "session_parallelism",
@@ -161,16 +164,6 @@ UI_RETENTION = {
 """How much of the run's history Spark's status store keeps when no UI reads it:
 its default of 1,000 SQL executions is ~95 k metric objects on the driver's heap
 after 8 minutes of 2 micro-batches a second."""
-
-JVM_FLAGS = (
-    "-XX:TieredStopAtLevel=1",
-    "-XX:ReservedCodeCacheSize=256m",
-    "-XX:G1HeapRegionSize=4m",
-    "-XX:MinHeapFreeRatio=10",
-    "-XX:MaxHeapFreeRatio=30",
-)
-"""Flags for flowspark's JVMs (driver and executors): the C1 JIT compiler only, and
-a heap that stays the size the run needs (see the module's docstring)."""
 
 
 def _log_config(verbose: bool) -> str:
@@ -322,6 +315,9 @@ def get_session(
         log_config = f"-Dlog4j2.configurationFile=file:{_log_config(verbose)}"
         extra = os.environ.get("FLOWSPARK_JAVA_OPTS", "")
         settings = engine_settings(master, cores, " ".join((log_config, *JVM_FLAGS, extra)))
+        settings["spark.driver.extraJavaOptions"] = " ".join(
+            (log_config, *JVM_FLAGS, *_archive_flags(), extra)
+        )
         settings["spark.ui.enabled"] = os.environ.get("FLOWSPARK_UI", "false")
         settings["spark.ui.showConsoleProgress"] = "false"
         if settings["spark.ui.enabled"] == "false":
@@ -356,6 +352,18 @@ def get_session(
         _SESSION = session
         atexit.register(stop_session)
         return session
+
+
+ARCHIVE_AT_EXIT: str | None = None
+"""Set (to a file) by :func:`flowspark.engine.class_archive.build`'s child process:
+its driver writes the classes it loaded there as it exits."""
+
+
+def _archive_flags() -> list[str]:
+    """The driver JVM's class-archive flags: write one at exit, or map the one built."""
+    if ARCHIVE_AT_EXIT is not None:
+        return [f"-XX:ArchiveClassesAtExit={ARCHIVE_AT_EXIT}", *class_archive.QUIET]
+    return class_archive.driver_flags(os.environ["JAVA_HOME"], JVM_FLAGS)
 
 
 def _write_no_checksums(session: Any) -> None:
@@ -396,15 +404,21 @@ def session_parallelism() -> int:
     return _PARALLELISM
 
 
-def stop_session() -> None:
-    """Stop the process's session (the next :func:`get_session` starts a new one)."""
+def stop_session(wait_for_jvm: bool = False) -> None:
+    """Stop the process's session (the next :func:`get_session` starts a new one).
+    ``wait_for_jvm``: also end the driver's JVM and wait until it has exited (it
+    writes a class archive as it exits, see :mod:`flowspark.engine.class_archive`)."""
     global _SESSION
     with _LOCK:
         if _SESSION is not None:
+            jvm = getattr(_SESSION.sparkContext._gateway, "proc", None) if wait_for_jvm else None
             try:
                 _SESSION.stop()
             finally:
                 _SESSION = None
+            if jvm is not None and jvm.stdin is not None:
+                jvm.stdin.close()  # the JVM exits when its stdin closes (pyspark's rule)
+                jvm.wait(timeout=120)
 
 
 def callback_connections() -> set[Any]:

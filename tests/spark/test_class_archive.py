@@ -1,0 +1,56 @@
+"""The driver's class archive, built and mapped by real JVMs (each in a child process).
+
+``./scripts/test.sh`` builds this machine's archive before the tests (as
+``./scripts/example.sh`` does after its run); here it is built if still missing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from flowspark.engine.class_archive import ARCHIVE_ENV, archive_path
+from flowspark.engine.java import find_java_home
+from flowspark.engine.jvm_flags import JVM_FLAGS
+
+_START_AND_STOP = (
+    "from flowspark.engine.session import get_session, stop_session\n"
+    "get_session('local[1]')\n"
+    "stop_session()\n"
+)
+
+
+def test_the_archive_is_built_once_and_mapped_by_every_driver(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != ARCHIVE_ENV}
+    for _ in range(2):  # the second time finds it built
+        built = subprocess.run(
+            [sys.executable, "-m", "flowspark.engine.class_archive"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert built.returncode == 0, built.stderr[-2000:]
+    assert "built in" not in built.stderr
+    path = archive_path(find_java_home(), JVM_FLAGS)
+    assert path.stat().st_size > 10 << 20  # Spark's classes, not an empty shell
+    assert not list(path.parent.glob(f"{path.stem}.*.partial"))
+
+    log = tmp_path / "classes.log"
+    env["FLOWSPARK_JAVA_OPTS"] = f"-Xlog:class+load=info:file={log}"
+    started = subprocess.run(
+        [sys.executable, "-c", _START_AND_STOP],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert started.returncode == 0, started.stderr[-2000:]
+    assert "cds" not in started.stderr.lower()  # the JVM says nothing about sharing
+    lines = log.read_text().splitlines()
+    from_archive = sum("source: shared objects file (top)" in line for line in lines)
+    # Most of what a driver loads comes from the dynamic archive ("top" layer).
+    assert from_archive > len(lines) // 2, (from_archive, len(lines))
