@@ -71,3 +71,12 @@ def test_an_existing_archive_is_not_built_again(
 
     monkeypatch.setattr(class_archive.subprocess, "run", no_child)
     assert build() == path
+
+
+def test_the_classpath_s_folder_is_part_of_the_key() -> None:
+    # Another virtualenv's copy of the same jars is another classpath: the JVM would
+    # refuse this archive there, so it gets its own.
+    import pyspark
+
+    jars = Path(pyspark.__file__).resolve().parent / "jars"
+    assert f"|{jars}|" in class_archive._pyspark_fingerprint()

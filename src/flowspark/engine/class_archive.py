@@ -55,12 +55,13 @@ def _cache_dir() -> Path:
 
 
 def _pyspark_fingerprint() -> str:
-    """pyspark's version and its jars (names and sizes): what the classpath holds."""
+    """pyspark's version and its jars (where, names and sizes): the JVM's classpath,
+    which an archive must match (another virtualenv's copy of the same jars does not)."""
     import pyspark  # noqa: PLC0415 pyspark: only when a JVM is about to start
 
-    jars = Path(pyspark.__file__).parent / "jars"
+    jars = Path(pyspark.__file__).resolve().parent / "jars"
     listing = sorted(f"{p.name}:{p.stat().st_size}" for p in jars.glob("*.jar"))
-    return f"{pyspark.__version__}|{len(listing)}|{'|'.join(listing)}"
+    return f"{pyspark.__version__}|{jars}|{len(listing)}|{'|'.join(listing)}"
 
 
 def _java_fingerprint(java_home: str) -> str:
