@@ -350,6 +350,34 @@ def run_mapstream(n: int) -> dict[str, Any]:
     return _result(seconds, startup, mode, ok, count)
 
 
+def run_batchmap(n: int) -> dict[str, Any]:
+    """The ``mapstream`` values -> datums -> ``batch_map(Flatmap(), batch_size=500)``
+    (pynumaflow's batch-map example, comma split) -> count and checksum the 3n messages.
+
+    The datums have no ids, so each batch's request ids are positions; the step
+    itself checks that every request id got exactly one response."""
+    import flowspark.batchmapper
+    from flowspark.dataflow import Dataflow
+    from flowspark.testing import TestingInput
+
+    startup = _engine()
+    values = jobs.mapstream_input(n)
+    jobs.log(f"flowspark batchmap: generated {len(values)} values")
+    acc = [0, 0]
+    event_time = jobs.ALIGN_TO
+    flatmap = spec_handlers.batch_flatmap(flowspark.batchmapper)()
+    flow = Dataflow()
+    flow.input("inp", TestingInput(values, batch_size=1000)).to_datums(
+        value=lambda x: x, event_time=lambda _: event_time
+    ).batch_map("flatmap", flatmap, batch_size=jobs.BATCHMAP_BATCH_SIZE).output(
+        "out", _counting_output(acc)
+    )
+    seconds, mode = _timed_run(flow)
+    count, total = acc
+    ok = jobs.mapstream_check(n, count, total)
+    return _result(seconds, startup, mode, ok, count, batch_size=jobs.BATCHMAP_BATCH_SIZE)
+
+
 def run_reorder_heap(n: int) -> dict[str, Any]:
     """The ``reorder`` events through the bytewax 0.17 method API: ``stateful_map``
     with a heap per key (``jobs.reorder_heap_mapper``, flushed at the end by the

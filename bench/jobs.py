@@ -31,6 +31,7 @@ JOBS: tuple[str, ...] = (
     "window_count",
     "reorder",
     "mapstream",
+    "batchmap",
     "reorder_heap",
     "many_keys",
     "latency",
@@ -327,6 +328,14 @@ def mapstream_expected(n: int) -> tuple[int, int]:
 def mapstream_check(n: int, count: int, total: int) -> bool:
     """Check a system's output message count and value checksum."""
     return (int(count), int(total)) == mapstream_expected(n)
+
+
+# --------------------------------------------------------------------------
+# batchmap: the mapstream datums through pynumaflow's batch-map example
+# (``Flatmap``: comma split) in batches of 500 -> 3n messages, checked as mapstream
+# --------------------------------------------------------------------------
+
+BATCHMAP_BATCH_SIZE = 500  # Numaflow's default readBatchSize
 
 
 # --------------------------------------------------------------------------

@@ -24,12 +24,22 @@ by 3 s (as ``accumulate(watermark_delay=3 s)`` does in flowspark), then one
 ``CLOSE`` per key and the end of the stream. ``seconds`` = first request sent ->
 the server ended the stream (every key's results and ``EOF`` received).
 
+``run_batchmap(n)`` runs ``BatchMapAsyncServer(Flatmap())`` -- pynumaflow's batch-map
+example (``udfs/spec_handlers.py``, the code ``flowspark_jobs`` runs) -- driven as
+Numaflow drives a batch map: one bidirectional ``MapFn`` stream through
+``map_pb2_grpc.MapStub``, a handshake, then batches of 500 ``MapRequest`` s (ids
+``str(i)``), each followed by a ``status.eot`` request; the next batch is sent once
+the server has answered every id of the previous one and sent its eot. Every id must
+be answered exactly once, within its batch. ``seconds`` = first data request sent ->
+the last batch's eot received.
+
 Server by hand: ``PYTHON bench/pynumaflow_jobs.py SOCK_PATH SERVER_INFO_FILE [KIND]``
-(``KIND``: ``mapstream``, the default, or ``accumulator``).
+(``KIND``: ``mapstream``, the default, ``accumulator`` or ``batchmap``).
 """
 
 from __future__ import annotations
 
+import queue
 import subprocess
 import sys
 import tempfile
@@ -43,10 +53,12 @@ from typing import Any
 import grpc
 import jobs
 import pynumaflow.accumulator
+import pynumaflow.batchmapper
 import pynumaflow.mapstreamer
 from google.protobuf.empty_pb2 import Empty
 from google.protobuf.timestamp_pb2 import Timestamp
 from pynumaflow.accumulator import AccumulatorAsyncServer
+from pynumaflow.batchmapper import BatchMapAsyncServer
 from pynumaflow.mapstreamer import MapStreamAsyncServer
 from pynumaflow.proto.accumulator import accumulator_pb2, accumulator_pb2_grpc
 from pynumaflow.proto.mapper import map_pb2, map_pb2_grpc
@@ -63,16 +75,22 @@ INFO_FILE_END = "U+005C__END__"
 # The spec pages' handlers, on pynumaflow (the same code flowspark_jobs runs on flowspark).
 map_stream_handler = spec_handlers.map_stream_handler(pynumaflow.mapstreamer)
 StreamSorter = spec_handlers.stream_sorter(pynumaflow.accumulator)
+Flatmap = spec_handlers.batch_flatmap(pynumaflow.batchmapper)
 
 
-SERVER_KINDS = ("mapstream", "accumulator")
+SERVER_KINDS = ("mapstream", "accumulator", "batchmap")
 
 
 def serve(sock_path: str, server_info_file: str, kind: str = "mapstream") -> None:
-    """Run the map-stream or accumulator server until terminated (the child process)."""
+    """Run the map-stream, accumulator or batch-map server until terminated (the child
+    process)."""
     if kind == "accumulator":
         server: Any = AccumulatorAsyncServer(
             StreamSorter, sock_path=sock_path, server_info_file=server_info_file
+        )
+    elif kind == "batchmap":
+        server = BatchMapAsyncServer(
+            Flatmap(), sock_path=sock_path, server_info_file=server_info_file
         )
     else:
         server = MapStreamAsyncServer(
@@ -212,6 +230,91 @@ def run_mapstream(n: int) -> dict[str, Any]:
         "outputs": res["count"],
         "eots": res["eots"],
         "note": "pynumaflow 0.14 MapStreamAsyncServer over a UNIX socket, one bidi MapFn stream",
+    }
+
+
+def _drive_batches(
+    address: str, requests: list[map_pb2.MapRequest], batch_size: int
+) -> dict[str, Any]:
+    """One bidi ``MapFn`` stream as Numaflow drives a batch map: handshake, then per
+    batch its requests and a ``status.eot`` request; the next batch goes once every id
+    of this one was answered (once) and its eot came back."""
+    batches = [requests[i : i + batch_size] for i in range(0, len(requests), batch_size)]
+    eot = map_pb2.MapRequest(status=map_pb2.TransmissionStatus(eot=True))
+    go: queue.Queue[bool] = queue.Queue()  # True: send the next batch; False: stop
+    t_first: list[float] = []
+
+    def request_stream() -> Iterator[map_pb2.MapRequest]:
+        # Consumed by gRPC's own thread; each batch waits for the previous one's answers.
+        yield map_pb2.MapRequest(handshake=map_pb2.Handshake(sot=True))
+        for batch in batches:
+            if not go.get():
+                return
+            if not t_first:
+                t_first.append(time.perf_counter())
+            yield from batch
+            yield eot
+
+    count = total = eots = 0
+    with grpc.insecure_channel(address) as channel:
+        responses = map_pb2_grpc.MapStub(channel).MapFn(request_stream())
+        try:
+            first = next(responses)
+            if not (first.HasField("handshake") and first.handshake.sot):
+                raise RuntimeError(f"expected a handshake response first, got {first!r:.200}")
+            for number, batch in enumerate(batches):
+                go.put(True)
+                waiting = {request.id for request in batch}
+                for resp in responses:
+                    if resp.HasField("status") and resp.status.eot:
+                        break
+                    if resp.id not in waiting:
+                        raise RuntimeError(f"batch {number}: unexpected or repeated id {resp.id!r}")
+                    waiting.discard(resp.id)
+                    if len(resp.results) != jobs.MAPSTREAM_PARTS:
+                        raise RuntimeError(f"id {resp.id}: {len(resp.results)} results")
+                    count += len(resp.results)
+                    total += sum(int(result.value) for result in resp.results)
+                else:
+                    raise RuntimeError(f"the stream ended in batch {number} before its eot")
+                if waiting:
+                    raise RuntimeError(f"batch {number}: {len(waiting)} ids got no response")
+                eots += 1
+            t_last = time.perf_counter()
+        finally:
+            go.put(False)  # the request stream ends (half-close) in any case
+        # The server ends the stream once it read the half-close: nothing else may come.
+        for resp in responses:
+            raise RuntimeError(f"unexpected response after the last eot: {resp!r:.200}")
+    if not t_first:
+        raise RuntimeError("no batch was sent")
+    return {"seconds": t_last - t_first[0], "count": count, "total": total, "eots": eots}
+
+
+def run_batchmap(n: int) -> dict[str, Any]:
+    """pynumaflow's batch-map example ``Flatmap`` on its ``BatchMapAsyncServer``."""
+    requests = _requests(n)
+    jobs.log(f"pynumaflow batchmap: built {len(requests)} requests")
+    with tempfile.TemporaryDirectory(prefix="bench-pynumaflow-") as tmp:
+        t0 = time.perf_counter()
+        proc = _start_server(Path(tmp), "batchmap")
+        try:
+            address = _wait_ready(proc, Path(tmp), "batchmap")
+            startup = time.perf_counter() - t0
+            res = _drive_batches(address, requests, jobs.BATCHMAP_BATCH_SIZE)
+        finally:
+            _stop_server(proc)
+    batches = -(-n // jobs.BATCHMAP_BATCH_SIZE)
+    ok = res["eots"] == batches and jobs.mapstream_check(n, res["count"], res["total"])
+    return {
+        "seconds": res["seconds"],
+        "startup_s": startup,
+        "ok": ok,
+        "outputs": res["count"],
+        "eots": res["eots"],
+        "batch_size": jobs.BATCHMAP_BATCH_SIZE,
+        "note": "pynumaflow 0.14 BatchMapAsyncServer over a UNIX socket, one bidi MapFn "
+        "stream, batches of 500 requests + eot in lockstep",
     }
 
 

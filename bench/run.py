@@ -44,6 +44,7 @@ JOB_SYSTEMS: dict[str, tuple[str, ...]] = {
     "window_count": ("flowspark", "bytewax", "pyspark"),
     "reorder": ("flowspark", "bytewax", "pynumaflow"),
     "mapstream": ("flowspark", "pynumaflow"),
+    "batchmap": ("flowspark", "pynumaflow"),
     "reorder_heap": ("flowspark", "bytewax"),
     "many_keys": ("flowspark", "bytewax"),
     "latency": ("flowspark", "bytewax"),
@@ -65,7 +66,7 @@ def spark_python() -> str:
 def check_pynumaflow(python: str) -> None:
     """Fail the run with a clear message unless *python* can import pynumaflow + grpc."""
     probe = (
-        "import grpc, pynumaflow.mapstreamer, pynumaflow.accumulator, "
+        "import grpc, pynumaflow.mapstreamer, pynumaflow.accumulator, pynumaflow.batchmapper, "
         "pynumaflow.proto.mapper.map_pb2_grpc, pynumaflow.proto.accumulator.accumulator_pb2_grpc"
     )
     proc = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=False)

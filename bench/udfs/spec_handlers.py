@@ -83,3 +83,31 @@ def map_stream_handler(mapstreamer: ModuleType) -> Callable[..., AsyncIterable[A
             yield Message(str.encode(s))
 
     return map_stream_handler
+
+
+def batch_flatmap(batchmapper: ModuleType) -> type:
+    """pynumaflow's batch-map example ``Flatmap`` (``examples/batchmap/flatmap``) on
+    ``batchmapper``: per datum of the batch, a ``BatchResponse`` for its id holding one
+    message per comma-separated part."""
+    Datum, Message = batchmapper.Datum, batchmapper.Message
+    BatchResponse, BatchResponses = batchmapper.BatchResponse, batchmapper.BatchResponses
+
+    class Flatmap(batchmapper.BatchMapper):
+        async def handler(self, datums: AsyncIterable[Datum]) -> Any:
+            batch_responses = BatchResponses()
+            async for datum in datums:
+                val = datum.value
+                _ = datum.event_time
+                _ = datum.watermark
+                strs = val.decode("utf-8").split(",")
+                batch_response = BatchResponse.from_id(datum.id)
+                if len(strs) == 0:
+                    batch_response.append(Message.to_drop())
+                else:
+                    for s in strs:
+                        batch_response.append(Message(str.encode(s)))
+                batch_responses.append(batch_response)
+
+            return batch_responses
+
+    return Flatmap

@@ -24,6 +24,8 @@ An accumulator reads ``FLOWSPARK_UDF_BATCH`` lines per micro-batch (default 1, a
 the accumulator page's ``readBatchSize: 1``): each datum then carries the watermark
 of the lines before it, so a sorter releases what those passed as it goes, as it
 would on Numaflow (the whole input in one batch would carry one watermark for all).
+A batch map hands its handler batches of at most ``FLOWSPARK_UDF_BATCH`` datums
+(default 500, Numaflow's ``readBatchSize``).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ __all__ = [
     "parse_datum_line",
     "datum_json",
     "MapStreamAsyncServer",
+    "BatchMapAsyncServer",
     "ReduceStreamAsyncServer",
     "AccumulatorAsyncServer",
     "MapServer",
@@ -72,6 +75,7 @@ __all__ = [
 
 MAP_SOCK_PATH = "/var/run/numaflow/map.sock"
 MAP_STREAM_SOCK_PATH = "/var/run/numaflow/mapstream.sock"
+BATCH_MAP_SOCK_PATH = "/var/run/numaflow/batchmap.sock"
 REDUCE_SOCK_PATH = "/var/run/numaflow/reduce.sock"
 REDUCE_STREAM_SOCK_PATH = "/var/run/numaflow/reducestream.sock"
 ACCUMULATOR_SOCK_PATH = "/var/run/numaflow/accumulator.sock"
@@ -162,6 +166,8 @@ def serve(server: Any, lines: Iterable[str] | None = None) -> None:
     stream = flow.input("stdin", source_input)
     if server.kind in ("map_stream", "map"):
         stream = stream.map_stream("udf", server)
+    elif server.kind == "batch_map":
+        stream = stream.batch_map("udf", server, _count("FLOWSPARK_UDF_BATCH", 500))
     elif server.kind in ("reduce_stream", "reduce"):
         window = _seconds("FLOWSPARK_UDF_WINDOW", 60)
         stream = stream.reduce_stream("udf", server, window, watermark_delay=delay)
@@ -198,6 +204,27 @@ class MapStreamAsyncServer(_Serving):
     ) -> None:
         self.make_handler = handler_factory(map_stream_instance, self.kind)
         self.map_stream_instance = map_stream_instance
+        self._set_options(sock_path, max_message_size, max_threads, server_info_file)
+        self.shutdown_callback = shutdown_callback
+
+
+class BatchMapAsyncServer(_Serving):
+    """pynumaflow's ``batchmapper.BatchMapAsyncServer``: a BatchMapper instance or an async
+    function ``f(datums) -> BatchResponses``, called once per batch."""
+
+    kind = "batch_map"
+
+    def __init__(
+        self,
+        batch_mapper_instance: Any,
+        sock_path: str = BATCH_MAP_SOCK_PATH,
+        max_message_size: int = MAX_MESSAGE_SIZE,
+        max_threads: int = NUM_THREADS_DEFAULT,
+        server_info_file: str = MAP_SERVER_INFO_FILE_PATH,
+        shutdown_callback: Callable[..., Any] | None = None,
+    ) -> None:
+        self.make_handler = handler_factory(batch_mapper_instance, self.kind)
+        self.batch_mapper_instance = batch_mapper_instance
         self._set_options(sock_path, max_message_size, max_threads, server_info_file)
         self.shutdown_callback = shutdown_callback
 

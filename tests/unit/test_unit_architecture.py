@@ -36,6 +36,7 @@ FACES = [
     "recovery",
     "mapper",
     "mapstreamer",
+    "batchmapper",
     "reducer",
     "reducestreamer",
     "accumulator",
@@ -238,6 +239,7 @@ _BLOCKED_PYSPARK_FLOW = (
 from datetime import timedelta
 
 from flowspark.accumulator import Accumulator
+from flowspark.batchmapper import BatchResponse
 from flowspark.api.steps import OPERATORS
 from flowspark.connectors.files import FileOutput
 from flowspark.connectors.stdio import StdOutput
@@ -250,6 +252,10 @@ from flowspark.window import EventClockConfig, SessionWindow, SystemClockConfig,
 
 async def stream(keys, datum):
     yield Message(datum.value, keys=keys)
+
+
+async def batch(datums):
+    return [BatchResponse.from_id(datum.id) async for datum in datums]
 
 
 async def reduce_stream(keys, datums, output, md):
@@ -284,6 +290,7 @@ s.fold_window("fold_window", event, SessionWindow(gap=timedelta(1)), list, lambd
 )
 s.collect_window("collect_window", event, window).output("o6", FileOutput("/dev/null"))
 d = s.to_datums("to_datums").route("route", tags=["x"]).map_stream("map_stream", stream)
+d = d.batch_map("batch_map", batch)
 d.reduce_stream("reduce_stream", reduce_stream, timedelta(seconds=1)).output(
     "o7", TestingOutput([])
 )

@@ -973,6 +973,7 @@ NOT_ON_FLOWSPARK = {
 }
 SDK_MODULES = [
     "mapstreamer",
+    "batchmapper",
     "reducestreamer",
     "accumulator",
     "mapper",

@@ -26,7 +26,7 @@ from flowspark.api.inputs import Input
 from flowspark.api.outputs import Output
 from flowspark.api.steps import Port, Step, operator
 from flowspark.api.udf.checks import check_datum_functions, check_route
-from flowspark.api.udf.handlers import Mapper, Reducer
+from flowspark.api.udf.handlers import BatchMapper, Mapper, Reducer
 from flowspark.api.udf.servers import NumaflowServer, derives_from, handler_factory
 from flowspark.api.window import ClockConfig, SlidingWindow, TumblingWindow, WindowConfig
 from flowspark.api.windowing import (
@@ -325,8 +325,8 @@ class Stream(Generic[X_co]):
         headers: Callable[[Any], dict[str, str]] | None = None,
         id: Callable[[Any], str] | None = None,  # noqa: A002 - Numaflow's name
     ) -> Stream:
-        """Turn plain items into Numaflow datums for ``map_stream``/``reduce_stream``/
-        ``accumulate``.
+        """Turn plain items into Numaflow datums for ``map_stream``/``batch_map``/
+        ``reduce_stream``/``accumulate``.
 
         Each argument is a function of the item. Defaults: a ``(str, value)`` pair
         gives keys ``[key]`` and its value; other items have no keys and are the
@@ -353,6 +353,27 @@ class Stream(Generic[X_co]):
             )
         factory = handler_factory(handler, _map_kind(handler))
         return self._add("map_stream", step_id, {"factory": factory}, {"concurrency": concurrency})
+
+    def batch_map(self, step_id: str, handler: Any, batch_size: int = 500) -> Stream:
+        """Numaflow batch map: ``handler(datums)`` reads a batch of at most ``batch_size``
+        datums (Numaflow's ``readBatchSize``) and returns a ``BatchResponse`` for each
+        datum's ``id`` (a ``BatchMapper`` instance, an ``async def`` function or a
+        ``BatchMapAsyncServer``).
+
+        A datum's id, as the handler sees it, is its own when the batch's ids are all
+        non-empty and distinct, else its position in the batch (``"0"``, ``"1"`` …).
+        Every id must be answered exactly once (else the step fails, naming the id).
+        Outputs follow the datums' order and inherit their event time, watermark and
+        headers, with id ``"{request id}-{index}"``; ``DROP``-tagged messages are not
+        forwarded. A batch never spans two micro-batch chunks.
+        """
+        _check_step_id("batch_map", step_id)
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+            raise ValueError(
+                f"batch_map {step_id!r}: batch_size must be a positive int; got {batch_size!r}"
+            )
+        factory = handler_factory(handler, "batch_map")
+        return self._add("batch_map", step_id, {"factory": factory}, {"batch_size": batch_size})
 
     def reduce_stream(
         self,
@@ -514,8 +535,13 @@ def _server_kind(handler: Any) -> str | None:
 
 def _map_kind(handler: Any) -> str:
     """``"map"`` for a (non-stream) ``Mapper`` instance (ours or pynumaflow's) or a map
-    server, else ``"map_stream"``."""
+    server, else ``"map_stream"``; a batch map UDF is refused (it has a step of its own)."""
     kind = _server_kind(handler)
+    if kind == "batch_map" or derives_from(type(handler), BatchMapper):
+        raise TypeError(
+            f"map_stream: {type(handler).__name__} is a batch map UDF; run it with "
+            "stream.batch_map(step_id, handler, batch_size=500)"
+        )
     if kind is not None:
         return kind
     return "map" if derives_from(type(handler), Mapper) else "map_stream"
@@ -760,6 +786,10 @@ class Dataflow:
     def map_stream(self, step_id: str, handler: Any, concurrency: int = 500) -> None:
         """Numaflow map stream (see :meth:`Stream.map_stream`)."""
         self._extend(self._chain().map_stream(step_id, handler, concurrency))
+
+    def batch_map(self, step_id: str, handler: Any, batch_size: int = 500) -> None:
+        """Numaflow batch map (see :meth:`Stream.batch_map`)."""
+        self._extend(self._chain().batch_map(step_id, handler, batch_size))
 
     def reduce_stream(self, step_id: str, handler: Any, window: Any, **kw: Any) -> None:
         """Numaflow reduce stream (see :meth:`Stream.reduce_stream`)."""

@@ -85,6 +85,7 @@ OPERATORS: dict[str, OperatorKind] = _kinds(
     OperatorKind("key_datums", "stateless", "map"),
     OperatorKind("route", "stateless", "filter"),
     OperatorKind("map_stream", "stateless", "chunk"),
+    OperatorKind("batch_map", "stateless", "chunk"),
     OperatorKind("redistribute", "exchange"),
     OperatorKind("reduce", "keyed"),
     OperatorKind("stateful_map", "keyed"),

@@ -4,7 +4,8 @@ Each vertex becomes steps named after it; each edge feeds its ``to`` vertex,
 through a tag ``route`` when it has conditions; several edges into one vertex
 merge (a join). Sources read Numaflow datums (``http``: the journal the HTTP
 server writes; ``generator``), a source ``transformer`` and map vertices run
-their Python handler (or a pre-1.6 builtin), ``groupBy`` vertices run
+their Python handler (or a pre-1.6 builtin; a batch map server runs as ``batch_map``
+in batches of the vertex's ``limits.readBatchSize``), ``groupBy`` vertices run
 ``reduce_stream`` (fixed/sliding windows) or ``accumulate``, and sinks write
 Numaflow's log lines, nothing (blackhole) or call a ``Sinker`` (an example:
 :mod:`flowspark.pipeline`).
@@ -23,6 +24,8 @@ from typing import Any
 
 from flowspark.api.dataflow import Dataflow, Stream
 from flowspark.api.inputs import SourceWatermark
+from flowspark.api.udf.handlers import BatchMapper
+from flowspark.api.udf.servers import derives_from
 from flowspark.api.window import SlidingWindow, TumblingWindow
 from flowspark.connectors.jetstream import JetStreamInput
 from flowspark.connectors.numaflow import (
@@ -52,7 +55,7 @@ log = logging.getLogger(__name__)
 
 # UDF kinds a vertex accepts from a script, by vertex role.
 _KINDS = {
-    "map": ("map", "map_stream"),
+    "map": ("map", "map_stream", "batch_map"),
     "reduce": ("reduce", "reduce_stream"),
     "accumulator": ("accumulate",),
     "sink": ("sink",),
@@ -150,6 +153,11 @@ def build(
         spec, base_dir or Path.cwd(), dict(udfs or {}), dict(secrets or {}), dict(outputs or {})
     )
     return builder.build(state_dir, http_host, http_port, certfile, keyfile)
+
+
+def _is_batch_map(server: Any) -> bool:
+    """A map vertex's UDF is a batch map: a ``BatchMapAsyncServer`` or ``BatchMapper``."""
+    return server_kind(server) == "batch_map" or derives_from(type(server), BatchMapper)
 
 
 def _is_flowspark_annotation(field: str, spec: PipelineSpec) -> bool:
@@ -327,7 +335,10 @@ class _Builder:
             builtin = self._map_builtin(vertex)
             if builtin is not None:
                 return upstream.flat_map(vertex.name, builtin)
-            return upstream.map_stream(vertex.name, self._server(vertex, "map", udf.container))
+            server = self._server(vertex, "map", udf.container)
+            if _is_batch_map(server):  # Numaflow hands it batches of readBatchSize
+                return upstream.batch_map(vertex.name, server, vertex.limits.read_batch_size)
+            return upstream.map_stream(vertex.name, server)
         # The source watermark applies maxDelay; with the watermark disabled, each
         # key keeps its own clock and no delay applies.
         window = group.window

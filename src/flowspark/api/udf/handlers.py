@@ -9,6 +9,7 @@ from abc import ABCMeta, abstractmethod
 from collections.abc import AsyncIterable
 from typing import Any
 
+from flowspark.api.udf.batch import BatchMapDatum, BatchResponses
 from flowspark.api.udf.types import (
     AccumulatorDatum,
     MapStreamDatum,
@@ -19,7 +20,7 @@ from flowspark.api.udf.types import (
 )
 from flowspark.shared.asynciter import NonBlockingIterator
 
-__all__ = ["MapStreamer", "ReduceStreamer", "Accumulator", "Mapper", "Reducer"]
+__all__ = ["MapStreamer", "ReduceStreamer", "Accumulator", "Mapper", "Reducer", "BatchMapper"]
 
 
 class _CallsHandler:
@@ -86,4 +87,16 @@ class Reducer(_CallsHandler, metaclass=ABCMeta):
         self, keys: list[str], datums: AsyncIterable[MapStreamDatum], md: Metadata
     ) -> Messages[StreamMessage]:
         """Consume the window's ``datums`` and return its messages."""
+        raise NotImplementedError
+
+
+class BatchMapper(_CallsHandler, metaclass=ABCMeta):
+    """A batch-map UDF: one call per batch of datums, one answer per request id.
+
+    flowspark uses one instance for all batches (like pynumaflow's server).
+    """
+
+    @abstractmethod
+    async def handler(self, datums: AsyncIterable[BatchMapDatum]) -> BatchResponses:
+        """Read the batch's ``datums`` and return a ``BatchResponse`` for each one's id."""
         raise NotImplementedError

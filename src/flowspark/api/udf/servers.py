@@ -26,7 +26,14 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, ClassVar
 
-from flowspark.api.udf.handlers import Accumulator, Mapper, MapStreamer, Reducer, ReduceStreamer
+from flowspark.api.udf.handlers import (
+    Accumulator,
+    BatchMapper,
+    Mapper,
+    MapStreamer,
+    Reducer,
+    ReduceStreamer,
+)
 
 __all__ = [
     "capturing_servers",
@@ -51,6 +58,7 @@ UDF_KINDS: dict[str, type] = {
     "accumulate": Accumulator,
     "map": Mapper,
     "reduce": Reducer,
+    "batch_map": BatchMapper,
 }
 """Each UDF kind and the ABC its class-based handlers derive from."""
 
@@ -151,8 +159,8 @@ def handler_factory(
     arguments are used; its ``kind`` must be ``kind``) or a bare handler: for
     ``kind`` in ``reduce_stream``/``accumulate``/``reduce`` a function or a
     subclass of the kind's ABC (a new instance per key, built with the init
-    arguments); for ``map_stream``/``map`` a function, callable or ABC instance
-    (one handler shared by all keys). Invalid handlers raise pynumaflow's
+    arguments); for ``map_stream``/``map``/``batch_map`` a function, callable or
+    ABC instance (one handler shared by all keys). Invalid handlers raise pynumaflow's
     ``TypeError``.
     """
     if isinstance(server_or_handler, NumaflowServer):

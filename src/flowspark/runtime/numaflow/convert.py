@@ -42,9 +42,9 @@ from typing import Any
 from flowspark.api.udf.checks import check_datum_functions
 from flowspark.api.udf.times import UTCDateTime, as_utc
 from flowspark.api.udf.types import Datum
-from flowspark.runtime.errors import short_repr
+from flowspark.runtime.errors import short_repr, step_failure
 
-__all__ = ["DatumMaker", "step_datum", "sink_datum", "value_bytes", "any_bytes"]
+__all__ = ["DatumMaker", "step_datum", "step_datums", "sink_datum", "value_bytes", "any_bytes"]
 
 
 # ------------------------------------------------------------------------- to_datums
@@ -162,6 +162,20 @@ def step_datum(item: Any, what: str) -> Datum:
         f"{what} needs datums (e.g. flowspark.accumulator.Datum, or items converted with "
         f"stream.to_datums(...)); got {short_repr(item, 100)}"
     )
+
+
+def step_datums(items: Sequence[Any], step_id: str, what: str) -> list[Datum]:
+    """A chunk's items as datums (:func:`step_datum` each); an item that is refused
+    fails the step ``step_id``."""
+    datums = []
+    for item in items:
+        if not isinstance(item, Datum):
+            try:
+                item = step_datum(item, what)
+            except TypeError as exc:
+                raise step_failure(step_id, "datum input", item, exc) from None
+        datums.append(item)
+    return datums
 
 
 # ------------------------------------------------------------------ lenient: for sinks

@@ -1,5 +1,6 @@
 """Datums in flows: keying them, routing them by tags, and the map-stream step that
-turns each into messages (making them from plain items: :mod:`.convert`).
+turns each into messages (making them from plain items: :mod:`.convert`; the batch
+map step: :mod:`.batch_map`).
 
 These are the callables the Numaflow operators put into ordinary flow steps,
 so they run fused in the stateless stages like any ``map`` or ``filter``.
@@ -20,11 +21,11 @@ from typing import Any, Protocol
 
 from flowspark.api.udf.checks import check_route
 from flowspark.api.udf.types import DROP, Datum
-from flowspark.runtime.errors import step_failure
-from flowspark.runtime.numaflow.convert import DatumMaker, step_datum, value_bytes
+from flowspark.runtime.numaflow.batch_map import BatchMapRunner
+from flowspark.runtime.numaflow.convert import DatumMaker, step_datum, step_datums
 from flowspark.runtime.numaflow.keyed import routing_key
-from flowspark.runtime.numaflow.messages import message_parts
-from flowspark.runtime.numaflow.run import run_map_stream
+from flowspark.runtime.numaflow.messages import child_datum
+from flowspark.runtime.numaflow.run import HandlerStep, run_map_stream
 
 __all__ = ["DatumKeyer", "TagRoute", "MapStreamRunner", "NON_KEYED", "BUILT_STEPS"]
 
@@ -79,50 +80,21 @@ def _keys_of(datum: Datum) -> list[str]:
 
 def _inherit(message: Any, parent: Datum, index: int) -> Datum | None:
     """A map-stream message as the next datum: the parent's times and headers."""
-    parts = message_parts(message, "a map-stream handler must yield Message objects")
-    if parts is None:
-        return None
-    keys, value, tags = parts
-    if not isinstance(value, bytes):
-        value = value_bytes(value)
-    return Datum._make(
-        keys,
-        value,
-        parent._event_time,
-        parent._watermark,
-        parent._headers,
-        f"{parent._id}-{index}",
-        tags,
+    return child_datum(
+        message, parent, f"{parent._id}-{index}", "a map-stream handler must yield Message objects"
     )
 
 
-class MapStreamRunner:
+class MapStreamRunner(HandlerStep):
     """The ``map_stream`` step: each datum through the handler, messages as datums."""
 
     def __init__(self, step_id: str, factory: Callable[[], Callable[..., Any]], concurrency: int):
-        self.step_id, self.factory, self.concurrency = step_id, factory, concurrency
-        self._handler: Callable[..., Any] | None = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_handler": None}
-
-    @property
-    def handler(self) -> Callable[..., Any]:
-        if self._handler is None:
-            self._handler = self.factory()
-        return self._handler
+        super().__init__(step_id, factory)
+        self.concurrency = concurrency
 
     def run_chunk(self, items: Sequence[Any]) -> list[Any]:
         """Datums in, the datums of every message out (``DROP``-tagged ones removed)."""
-        what = f"map_stream {self.step_id!r}"
-        datums = []
-        for item in items:
-            if not isinstance(item, Datum):
-                try:
-                    item = step_datum(item, what)
-                except TypeError as exc:
-                    raise step_failure(self.step_id, "datum input", item, exc) from None
-            datums.append(item)
+        datums = step_datums(items, self.step_id, f"map_stream {self.step_id!r}")
         return run_map_stream(
             self.step_id, self.handler, datums, self.concurrency, _keys_of, _inherit
         )
@@ -140,6 +112,9 @@ BUILT_STEPS: dict[str, Callable[[Any], Callable[..., Any] | ChunkStep]] = {
     "route": lambda step: TagRoute(step.args["tags"], step.args["operator"]),
     "map_stream": lambda step: MapStreamRunner(
         step.step_id, step.fns["factory"], step.args["concurrency"]
+    ),
+    "batch_map": lambda step: BatchMapRunner(
+        step.step_id, step.fns["factory"], step.args["batch_size"]
     ),
 }
 """The functions of the stateless Numaflow steps, built from each step's arguments."""

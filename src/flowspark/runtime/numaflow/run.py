@@ -40,7 +40,14 @@ from typing import Any
 
 from flowspark.runtime.errors import RemoteStepFailure, step_failure
 
-__all__ = ["run_map_stream", "HandlerRun", "DatumStream", "OutputCollector", "event_loop"]
+__all__ = [
+    "run_map_stream",
+    "HandlerRun",
+    "HandlerStep",
+    "DatumStream",
+    "OutputCollector",
+    "event_loop",
+]
 
 _LOOP: asyncio.AbstractEventLoop | None = None
 
@@ -51,6 +58,25 @@ def event_loop() -> asyncio.AbstractEventLoop:
     if _LOOP is None or _LOOP.is_closed():
         _LOOP = asyncio.new_event_loop()
     return _LOOP
+
+
+class HandlerStep:
+    """A built step calling one handler, made by ``factory`` at first use in each
+    process (the handler itself is never pickled with the step)."""
+
+    def __init__(self, step_id: str, factory: Callable[[], Callable[..., Any]]) -> None:
+        self.step_id, self.factory = step_id, factory
+        self._handler: Callable[..., Any] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_handler": None}
+
+    @property
+    def handler(self) -> Callable[..., Any]:
+        """The handler (built on first use)."""
+        if self._handler is None:
+            self._handler = self.factory()
+        return self._handler
 
 
 # -- map stream ------------------------------------------------------------------------
