@@ -45,7 +45,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -143,6 +143,20 @@ def _stop_server(proc: subprocess.Popen[bytes]) -> None:
             proc.wait()
 
 
+def _on_server(kind: str, drive: Callable[[str], dict[str, Any]]) -> tuple[float, dict[str, Any]]:
+    """Start a ``kind`` server in a temporary directory, ``drive(address)`` it, stop it
+    (always); the seconds until it was ready, and what ``drive`` returned."""
+    with tempfile.TemporaryDirectory(prefix="bench-pynumaflow-") as tmp:
+        t0 = time.perf_counter()
+        proc = _start_server(Path(tmp), kind)
+        try:
+            address = _wait_ready(proc, Path(tmp), kind)
+            startup = time.perf_counter() - t0
+            return startup, drive(address)
+        finally:
+            _stop_server(proc)
+
+
 def _requests(n: int) -> list[map_pb2.MapRequest]:
     """One ``MapRequest`` per datum: no keys, value ``b"i,i+1,i+2"``, id ``str(i)``."""
     ts = Timestamp(seconds=jobs.ALIGN_TO_EPOCH_S)
@@ -213,15 +227,7 @@ def run_mapstream(n: int) -> dict[str, Any]:
     """The spec's ``map_stream_handler`` on pynumaflow's ``MapStreamAsyncServer``."""
     requests = _requests(n)
     jobs.log(f"pynumaflow mapstream: built {len(requests)} requests")
-    with tempfile.TemporaryDirectory(prefix="bench-pynumaflow-") as tmp:
-        t0 = time.perf_counter()
-        proc = _start_server(Path(tmp))
-        try:
-            address = _wait_ready(proc, Path(tmp))
-            startup = time.perf_counter() - t0
-            res = _drive(address, requests)
-        finally:
-            _stop_server(proc)
+    startup, res = _on_server(kind="mapstream", drive=lambda address: _drive(address, requests))
     ok = res["per_id_ok"] and jobs.mapstream_check(n, res["count"], res["total"])
     return {
         "seconds": res["seconds"],
@@ -295,15 +301,10 @@ def run_batchmap(n: int) -> dict[str, Any]:
     """pynumaflow's batch-map example ``Flatmap`` on its ``BatchMapAsyncServer``."""
     requests = _requests(n)
     jobs.log(f"pynumaflow batchmap: built {len(requests)} requests")
-    with tempfile.TemporaryDirectory(prefix="bench-pynumaflow-") as tmp:
-        t0 = time.perf_counter()
-        proc = _start_server(Path(tmp), "batchmap")
-        try:
-            address = _wait_ready(proc, Path(tmp), "batchmap")
-            startup = time.perf_counter() - t0
-            res = _drive_batches(address, requests, jobs.BATCHMAP_BATCH_SIZE)
-        finally:
-            _stop_server(proc)
+    startup, res = _on_server(
+        kind="batchmap",
+        drive=lambda address: _drive_batches(address, requests, jobs.BATCHMAP_BATCH_SIZE),
+    )
     batches = -(-n // jobs.BATCHMAP_BATCH_SIZE)
     ok = res["eots"] == batches and jobs.mapstream_check(n, res["count"], res["total"])
     return {
@@ -399,15 +400,9 @@ def run_reorder(n: int) -> dict[str, Any]:
     """The spec's ``StreamSorter`` on pynumaflow's ``AccumulatorAsyncServer``."""
     requests, n_keys = _reorder_requests(n)
     jobs.log(f"pynumaflow reorder: built {len(requests)} requests ({n_keys} keys)")
-    with tempfile.TemporaryDirectory(prefix="bench-pynumaflow-") as tmp:
-        t0 = time.perf_counter()
-        proc = _start_server(Path(tmp), "accumulator")
-        try:
-            address = _wait_ready(proc, Path(tmp), "accumulator")
-            startup = time.perf_counter() - t0
-            res = _drive_accumulator(address, requests)
-        finally:
-            _stop_server(proc)
+    startup, res = _on_server(
+        kind="accumulator", drive=lambda address: _drive_accumulator(address, requests)
+    )
     triples = res["triples"]
     # One EOF per key, for that key's window (each CLOSE is answered once).
     eofs_ok = sorted(res["eof_keys"]) == sorted(f"k{k}" for k in range(n_keys))

@@ -21,18 +21,19 @@ _START_AND_STOP = (
 )
 
 
+def _python(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """This Python with ``args``; it must exit 0."""
+    done = subprocess.run(
+        [sys.executable, *args], env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
 def test_the_archive_is_built_once_and_mapped_by_every_driver(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != ARCHIVE_ENV}
     for _ in range(2):  # the second time finds it built
-        built = subprocess.run(
-            [sys.executable, "-m", "flowspark.engine.class_archive"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        assert built.returncode == 0, built.stderr[-2000:]
+        built = _python(["-m", "flowspark.engine.class_archive"], env)
     assert "built in" not in built.stderr
     path = archive_path(find_java_home(), JVM_FLAGS)
     assert path.stat().st_size > 10 << 20  # Spark's classes, not an empty shell
@@ -40,15 +41,7 @@ def test_the_archive_is_built_once_and_mapped_by_every_driver(tmp_path: Path) ->
 
     log = tmp_path / "classes.log"
     env["FLOWSPARK_JAVA_OPTS"] = f"-Xlog:class+load=info:file={log}"
-    started = subprocess.run(
-        [sys.executable, "-c", _START_AND_STOP],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert started.returncode == 0, started.stderr[-2000:]
+    started = _python(["-c", _START_AND_STOP], env)
     assert "cds" not in started.stderr.lower()  # the JVM says nothing about sharing
     lines = log.read_text().splitlines()
     from_archive = sum("source: shared objects file (top)" in line for line in lines)

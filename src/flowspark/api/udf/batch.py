@@ -19,12 +19,11 @@ Message(value=b'b', keys=[], tags=[])])]
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar, overload
 
-from flowspark.api.udf.types import Datum
+from flowspark.api.udf.types import Datum, ItemList
 
 __all__ = ["BatchMapDatum", "BatchResponse", "BatchResponses"]
 
@@ -85,29 +84,14 @@ class BatchResponse:
         return self._id
 
 
-class BatchResponses(Sequence[Any]):
+class BatchResponses(ItemList[Any]):
     """pynumaflow's ``BatchResponses(*responses)``: the answers of one batch, appendable.
 
     Unlike ``Messages``, a slice is allowed (it gives a list) and ``items()`` is
     not deprecated, as in pynumaflow.
     """
 
-    __slots__ = ("_responses",)
-
-    def __init__(self, *responses: Any) -> None:
-        self._responses: list[Any] = list(responses)
-
-    def __str__(self) -> str:
-        return str(self._responses)
-
-    def __repr__(self) -> str:
-        return str(self)
-
-    def __len__(self) -> int:
-        return len(self._responses)
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._responses)
+    __slots__ = ()
 
     @overload
     def __getitem__(self, index: int) -> Any: ...
@@ -116,12 +100,12 @@ class BatchResponses(Sequence[Any]):
     def __getitem__(self, index: slice) -> list[Any]: ...
 
     def __getitem__(self, index: int | slice) -> Any:
-        return self._responses[index]
+        return self._items[index]
 
     def append(self, response: Any) -> None:
         """Add ``response`` (a :class:`BatchResponse`) at the end."""
-        self._responses.append(response)
+        self._items.append(response)
 
     def items(self) -> list[Any]:
         """The responses (the list itself)."""
-        return self._responses
+        return self._items

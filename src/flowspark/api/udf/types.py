@@ -448,13 +448,11 @@ class AccumulatorMessage(_Payload):
         )
 
 
-class _SliceFreeList(Sequence[M]):
-    """pynumaflow's ``Messages``/``Responses``: an appendable sequence that refuses
-    slicing; ``_what`` names it in the errors."""
+class ItemList(Sequence[M]):
+    """pynumaflow's list-like results (``Messages``, ``Responses``, ``BatchResponses``):
+    built from ``*items``, shown as the list of them."""
 
     __slots__ = ("_items",)
-
-    _what: ClassVar[str]
 
     def __init__(self, *items: M) -> None:
         self._items: list[M] = list(items)
@@ -470,6 +468,15 @@ class _SliceFreeList(Sequence[M]):
 
     def __iter__(self) -> Iterator[M]:
         return iter(self._items)
+
+
+class _SliceFreeList(ItemList[M]):
+    """pynumaflow's ``Messages``/``Responses``: an appendable sequence that refuses
+    slicing; ``_what`` names it in the errors."""
+
+    __slots__ = ()
+
+    _what: ClassVar[str]
 
     def __getitem__(self, index: int) -> M:  # type: ignore[override]
         if isinstance(index, slice):
