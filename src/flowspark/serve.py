@@ -41,6 +41,7 @@ from flowspark.api.udf import sink as _sink
 from flowspark.api.udf import transform as _transform
 from flowspark.api.udf.servers import (
     MAX_MESSAGE_SIZE,
+    MAX_NUM_THREADS,
     NUM_THREADS_DEFAULT,
     NumaflowServer,
     handler_factory,
@@ -50,6 +51,7 @@ from flowspark.api.udf.sink import Datum as SinkDatum
 from flowspark.api.udf.sink import run_sink_handler
 from flowspark.api.udf.times import as_utc, utc_from_ms
 from flowspark.api.udf.types import Datum
+from flowspark.connectors.numaflow.udsource import SourcerInput
 from flowspark.connectors.stdio import StdOutput
 from flowspark.dataflow import Dataflow
 from flowspark.runtime.numaflow.transform import TransformRunner
@@ -71,6 +73,7 @@ __all__ = [
     "SourceTransformServer",
     "SourceTransformAsyncServer",
     "SourceTransformMultiProcServer",
+    "SourceAsyncServer",
 ]
 
 MAP_SOCK_PATH = "/var/run/numaflow/map.sock"
@@ -83,6 +86,8 @@ MAP_SERVER_INFO_FILE_PATH = "/var/run/numaflow/mapper-server-info"
 REDUCE_SERVER_INFO_FILE_PATH = "/var/run/numaflow/reducer-server-info"
 REDUCE_STREAM_SERVER_INFO_FILE_PATH = "/var/run/numaflow/reducestreamer-server-info"
 ACCUMULATOR_SERVER_INFO_FILE_PATH = "/var/run/numaflow/accumulator-server-info"
+SOURCE_SOCK_PATH = "/var/run/numaflow/source.sock"
+SOURCE_SERVER_INFO_FILE_PATH = "/var/run/numaflow/sourcer-server-info"
 
 
 def parse_datum_line(line: str, number: int) -> Datum:
@@ -451,3 +456,50 @@ class SourceTransformAsyncServer(_TransformServing, _transform.SourceTransformAs
 
 class SourceTransformMultiProcServer(_TransformServing, _transform.SourceTransformMultiProcServer):
     """pynumaflow's ``SourceTransformMultiProcServer``: as SourceTransformServer."""
+
+
+# -- pynumaflow's sourcer server ----------------------------------------------------
+
+
+def serve_source(server: SourceAsyncServer) -> None:
+    """Read ``server``'s source on embedded Spark until Ctrl-C; print each datum as a
+    JSON line (acked once its micro-batch is committed)."""
+    flow = Dataflow("udsource")
+    stream = flow.input("source", server)
+    stream.map("as_json", datum_json).output("stdout", StdOutput())
+    run_main(flow)
+
+
+class SourceAsyncServer(SourcerInput):
+    """pynumaflow's ``sourcer.SourceAsyncServer``: a ``Sourcer`` instance.
+
+    It is a flowspark input too: ``flow.input("in", SourceAsyncServer(sourcer))``
+    (Numaflow's default ``readBatchSize`` 500 and ``readTimeout`` 1 s; use
+    :class:`~flowspark.connectors.numaflow.SourcerInput` to choose them). ``start()``
+    reads the source until Ctrl-C and prints each datum as a JSON line; in a
+    pipeline it only records the server (the ``udsource`` vertex then reads its
+    ``sourcer_instance``).
+    """
+
+    kind = "source"
+
+    def __init__(
+        self,
+        sourcer_instance: Any,
+        sock_path: str = SOURCE_SOCK_PATH,
+        max_message_size: int = MAX_MESSAGE_SIZE,
+        max_threads: int = NUM_THREADS_DEFAULT,
+        server_info_file: str = SOURCE_SERVER_INFO_FILE_PATH,
+        shutdown_callback: Callable[..., Any] | None = None,
+    ) -> None:
+        super().__init__(sourcer_instance)
+        self.sourcer_instance = sourcer_instance
+        self.sock_path = f"unix://{sock_path}"
+        self.max_threads = min(max_threads, MAX_NUM_THREADS)
+        self.max_message_size = max_message_size
+        self.server_info_file = server_info_file
+        self.shutdown_callback = shutdown_callback
+
+    def start(self) -> None:
+        """Read the source on embedded Spark and print its datums (see the class doc)."""
+        start_or_capture(self, lambda: serve_source(self))

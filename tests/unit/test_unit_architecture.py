@@ -42,6 +42,7 @@ FACES = [
     "accumulator",
     "sinker",
     "sourcetransformer",
+    "sourcer",
 ]
 
 

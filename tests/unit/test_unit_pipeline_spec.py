@@ -875,15 +875,14 @@ def test_bad_durations_name_their_field(update, path, text):
 def test_unsupported_sources(kind):
     assert error(vertex(0, {"source": {kind: {"x": 1}}})) == (
         f"spec.vertices[0].source.{kind}: source kind '{kind}' is not supported by flowspark "
-        "(supported: http, generator, jetstream)"
+        "(supported: http, generator, jetstream, udsource)"
     )
 
 
-def test_unsupported_udsource():
-    assert error(vertex(0, {"source": {"udsource": {"container": {"image": "u"}}}})) == (
-        "spec.vertices[0].source.udsource: source kind 'udsource' is not supported by flowspark "
-        "(supported: http, generator, jetstream)"
-    )
+def test_a_udsource_takes_its_container():
+    spec = parse_spec(vertex(0, {"source": {"udsource": {"container": {"image": "u"}}}}))
+    source = spec.vertices[0].source
+    assert source.kind == "udsource" and source.udsource.image == "u"
 
 
 def test_a_jetstream_source_and_its_checks():

@@ -90,6 +90,15 @@ class StatefulSource(ABC):
     # many non-empty batches as the first attempt did.
     limit_to: Callable[[Any], None] | None = None
 
+    # Flowspark extensions for sources that acknowledge what they delivered (a
+    # Numaflow user-defined source), optional: ``committed(snapshot)`` is called once
+    # every item read up to the position ``snapshot`` is in a micro-batch Spark has
+    # committed (more than once for one position is possible: be idempotent), and
+    # ``pending()`` gives the items waiting at the source (the input's backlog;
+    # ``None``: not known).
+    committed: Callable[[Any], None] | None = None
+    pending: Callable[[], int | None] | None = None
+
 
 class PartitionedInput(Input):
     """An input of named partitions that resume from snapshots (bytewax 0.17)."""

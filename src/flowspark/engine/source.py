@@ -213,11 +213,11 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         offsets["steps"] = {entry: m.spec.step_id for entry, m in self._managers().items()}
         backlog, read = {}, {}
         for entry, manager in self._managers().items():
-            if not isinstance(manager, SeekableOffsets):
-                continue
             step_id = manager.spec.step_id
             if (count := manager.backlog(data.get(entry, {}))) is not None:
                 backlog[step_id] = count
+            if not isinstance(manager, SeekableOffsets):
+                continue
             if (share := manager.share_read(data.get(entry, {}))) is not None:
                 read[step_id] = share
         if backlog:

@@ -3,7 +3,8 @@
 Each vertex becomes steps named after it; each edge feeds its ``to`` vertex,
 through a tag ``route`` when it has conditions; several edges into one vertex
 merge (a join). Sources read Numaflow datums (``http``: the journal the HTTP
-server writes; ``generator``), a source ``transformer`` and map vertices run
+server writes; ``generator``; ``udsource``: the ``Sourcer`` its UDF script starts,
+see :mod:`flowspark.connectors.numaflow.udsource`), a source ``transformer`` and map vertices run
 their Python handler (or a pre-1.6 builtin; a batch map server runs as ``batch_map``
 in batches of the vertex's ``limits.readBatchSize``), ``groupBy`` vertices run
 ``reduce_stream`` (fixed/sliding windows) or ``accumulate``, and sinks write
@@ -33,6 +34,7 @@ from flowspark.connectors.numaflow import (
     GeneratorInput,
     LogOutput,
     RetryPolicy,
+    SourcerInput,
     UdSinkOutput,
 )
 from flowspark.connectors.numaflow.http import HttpInput, HttpRoute, HttpServer, resolve_address
@@ -60,6 +62,7 @@ _KINDS = {
     "accumulator": ("accumulate",),
     "sink": ("sink",),
     "transformer": ("sourcetransform",),
+    "source": ("source",),
 }
 
 
@@ -273,6 +276,14 @@ class _Builder:
         if source.kind == "http":
             assert journal_dir is not None  # made for the HTTP sources
             inp: Any = HttpInput(journal_dir, vertex.name)
+        elif source.kind == "udsource":
+            server = self._server(vertex, "source", source.udsource)
+            inp = SourcerInput(
+                getattr(server, "sourcer_instance", server),
+                vertex.name,
+                read_batch_size=vertex.limits.read_batch_size,
+                read_timeout=vertex.limits.read_timeout,
+            )
         elif source.kind == "jetstream":
             js = source.jetstream
             assert js is not None

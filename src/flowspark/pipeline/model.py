@@ -144,14 +144,15 @@ class TransformerSpec:
 
 @dataclass(frozen=True)
 class SourceSpec:
-    """A source vertex: ``kind`` says which of ``http``/``generator``/``jetstream``
-    is set."""
+    """A source vertex: ``kind`` says which of ``http``/``generator``/``jetstream``/
+    ``udsource`` is set (``udsource``: the container of a user-defined source)."""
 
-    kind: Literal["http", "generator", "jetstream"]
+    kind: Literal["http", "generator", "jetstream", "udsource"]
     http: HttpSourceSpec | None = None
     generator: GeneratorSpec | None = None
     jetstream: JetStreamSourceSpec | None = None
     transformer: TransformerSpec | None = None
+    udsource: ContainerSpec | None = None
 
 
 @dataclass(frozen=True)

@@ -114,14 +114,14 @@ _RETRY = _Obj(
         "onFailure": _STR,
     }
 )
-SOURCE_KINDS = ("http", "generator", "jetstream")
+SOURCE_KINDS = ("http", "generator", "jetstream", "udsource")
 SINK_KINDS = ("log", "blackhole", "udsink")
 
 
 def _no_source(kind: str, schema: Any = None) -> _Unsupported:
     return _Unsupported(
         f"source kind {kind!r} is not supported by flowspark (supported: http, generator, "
-        "jetstream)",
+        "jetstream, udsource)",
         schema,
     )
 
@@ -165,7 +165,7 @@ _SOURCE = _Obj(
                 ),
             }
         ),
-        "udsource": _no_source("udsource", _Obj({"container": _CONTAINER})),
+        "udsource": _Obj({"container": _CONTAINER}),
         "jetstream": _Obj(
             {
                 "url": _STR,

@@ -203,8 +203,10 @@ def _one_kind(raw: dict[str, Any], kinds: tuple[str, ...], path: str, what: str)
 
 def _source(raw: dict[str, Any], path: str) -> SourceSpec:
     kind = _one_kind(raw, SOURCE_KINDS, path, "source")
-    http = generator = transformer = jetstream = None
-    if kind == "jetstream":
+    http = generator = transformer = jetstream = udsource = None
+    if kind == "udsource":
+        udsource = _container(raw["udsource"]["container"])
+    elif kind == "jetstream":
         jetstream = _jetstream(raw["jetstream"], f"{path}.jetstream")
     elif kind == "http":
         token = dig(raw, "http", "auth", "token")
@@ -225,7 +227,12 @@ def _source(raw: dict[str, Any], path: str) -> SourceSpec:
             builtin=_builtin(t, f"{path}.transformer", _TRANSFORMER_BUILTINS, "transformer"),
         )
     return SourceSpec(
-        kind=kind, http=http, generator=generator, jetstream=jetstream, transformer=transformer
+        kind=kind,
+        http=http,
+        generator=generator,
+        jetstream=jetstream,
+        transformer=transformer,
+        udsource=udsource,
     )
 
 

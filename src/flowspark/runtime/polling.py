@@ -285,6 +285,9 @@ class DriverReadOffsets:
         with self.lock:
             self._open(start)
             begun = start.get("parts", {})
+            # Spark plans a batch only once the one before it is committed: what
+            # ``start`` hands out is in committed micro-batches.
+            self._acknowledge(begun)
             if self.failure is not None:
                 if self._pending(begun):  # hand out what was read before the failure first
                     self.read_ahead = 0
@@ -469,3 +472,25 @@ class DriverReadOffsets:
         with self.lock:
             for part, pos in end.get("parts", {}).items():
                 self.buffer[part] = [r for r in self.buffer.get(part, []) if r.n > pos["n"]]
+            self._acknowledge(end.get("parts", {}))
+
+    def _acknowledge(self, positions: dict) -> None:
+        """Tell each open part that has a ``committed`` hook (see
+        :class:`~flowspark.api.inputs.StatefulSource`) that what it read up to its
+        position in ``positions`` is committed."""
+        for part, pos in positions.items():
+            hook = getattr(self.sources.get(part), "committed", None)
+            if hook is not None and pos.get("state"):
+                self._call(f"part {part!r}: committed()", hook, _unb64(pos["state"]))
+
+    def backlog(self, data: dict) -> int | None:
+        """The items waiting at the source, summed over the parts that have a
+        ``pending`` hook (``None``: no part knows)."""
+        counts = []
+        with self.lock:
+            for part, source in self.sources.items():
+                hook = getattr(source, "pending", None)
+                if hook is not None:
+                    counts.append(self._call(f"part {part!r}: pending()", hook))
+        known = [c for c in counts if c is not None]
+        return sum(known) if known else None

@@ -10,6 +10,8 @@
 * :class:`UdSinkOutput` (:mod:`.udsink`): a ``udsink`` run by a pynumaflow-API
   ``Sinker`` (or function), with Numaflow's ``retryStrategy``
   (:class:`RetryPolicy`), ``fallback`` and ``onSuccess`` sinks.
+* :class:`SourcerInput` (:mod:`.udsource`): a ``udsource``, a pynumaflow-API
+  ``Sourcer`` read per micro-batch and acked once Spark commits.
 * The HTTP source: :mod:`flowspark.connectors.numaflow.http`.
 
 Sinks accept flowspark datums, datum-like objects (``keys``, ``value``,
@@ -21,12 +23,15 @@ Sinks accept flowspark datums, datum-like objects (``keys``, ``value``,
 from flowspark.connectors.numaflow.generator import MAX_KEY_COUNT, GeneratorInput
 from flowspark.connectors.numaflow.log import LOG_TARGET, BlackholeOutput, LogOutput, log_text
 from flowspark.connectors.numaflow.udsink import RetryPolicy, SinkError, UdSinkOutput
+from flowspark.connectors.numaflow.udsource import SourcerInput, UdSourceError
 
 __all__ = [
     "GeneratorInput",
     "LogOutput",
     "BlackholeOutput",
     "UdSinkOutput",
+    "SourcerInput",
+    "UdSourceError",
     "RetryPolicy",
     "SinkError",
     "log_text",

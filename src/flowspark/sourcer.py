@@ -1,0 +1,39 @@
+"""pynumaflow 0.14's ``pynumaflow.sourcer`` on flowspark (swap the import prefix).
+
+The data types and the ``Sourcer`` ABC come from :mod:`flowspark.api.udf.source`;
+``SourceAsyncServer`` (a flowspark input too, whose ``start()`` reads the source
+and prints its datums) from :mod:`flowspark.serve`. In a pipeline, a
+``source.udsource`` vertex reads the ``Sourcer`` its UDF file starts. How reads,
+acks and pending map onto Spark's micro-batches:
+:mod:`flowspark.connectors.numaflow.udsource`.
+"""
+
+from flowspark.api.udf.source import (
+    AckRequest,
+    Message,
+    NackRequest,
+    Offset,
+    PartitionsResponse,
+    PendingResponse,
+    ReadRequest,
+    SourceCallable,
+    Sourcer,
+    UserMetadata,
+    get_default_partitions,
+)
+from flowspark.serve import SourceAsyncServer
+
+__all__ = [
+    "Message",
+    "ReadRequest",
+    "PendingResponse",
+    "AckRequest",
+    "NackRequest",
+    "Offset",
+    "PartitionsResponse",
+    "get_default_partitions",
+    "Sourcer",
+    "SourceAsyncServer",
+    "SourceCallable",
+    "UserMetadata",
+]
