@@ -12,17 +12,16 @@ from pathlib import Path
 
 import pytest
 
+from flowspark.shared.processes import pid_alive
 from tests.http_clients import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+    """Whether ``pid`` still runs: an exited process that its parent (here init, once the
+    CLI that started it has exited) has yet to reap does not."""
+    return pid_alive(pid)
 
 
 def _cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
