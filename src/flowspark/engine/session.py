@@ -314,10 +314,11 @@ def get_session(
         cores = wanted or local_cores(master)
         log_config = f"-Dlog4j2.configurationFile=file:{_log_config(verbose)}"
         extra = os.environ.get("FLOWSPARK_JAVA_OPTS", "")
-        settings = engine_settings(master, cores, " ".join((log_config, *JVM_FLAGS, extra)))
-        settings["spark.driver.extraJavaOptions"] = " ".join(
-            (log_config, *JVM_FLAGS, *_archive_flags(), extra)
-        )
+        java_opts = " ".join((log_config, *JVM_FLAGS, extra))
+        settings = engine_settings(master, cores, java_opts)
+        # The driver alone maps the class archive (it is made for this classpath); the
+        # user's flags stay last, so they still win.
+        settings["spark.driver.extraJavaOptions"] = " ".join((*_archive_flags(), java_opts))
         settings["spark.ui.enabled"] = os.environ.get("FLOWSPARK_UI", "false")
         settings["spark.ui.showConsoleProgress"] = "false"
         if settings["spark.ui.enabled"] == "false":
