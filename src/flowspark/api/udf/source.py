@@ -236,8 +236,8 @@ class ReadRequest:
 
 
 @dataclass(init=False, slots=True)
-class AckRequest:
-    """The offsets of messages delivered for good (flowspark: in a committed micro-batch)."""
+class _OffsetsRequest:
+    """A request that carries offsets (what ``AckRequest`` and ``NackRequest`` share)."""
 
     _offsets: list[Offset]
 
@@ -246,23 +246,18 @@ class AckRequest:
 
     @property
     def offsets(self) -> list[Offset]:
-        """The offsets to acknowledge."""
+        """The offsets the request is about."""
         return self._offsets
 
 
 @dataclass(init=False, slots=True)
-class NackRequest:
+class AckRequest(_OffsetsRequest):
+    """The offsets of messages delivered for good (flowspark: in a committed micro-batch)."""
+
+
+@dataclass(init=False, slots=True)
+class NackRequest(_OffsetsRequest):
     """The offsets of messages to deliver again (flowspark never sends one: see the docs)."""
-
-    _offsets: list[Offset]
-
-    def __init__(self, offsets: list[Offset]) -> None:
-        self._offsets = offsets
-
-    @property
-    def offsets(self) -> list[Offset]:
-        """The offsets to negatively acknowledge."""
-        return self._offsets
 
 
 @dataclass(init=False, slots=True)
