@@ -54,3 +54,14 @@ class ServerProcess:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+def interrupt(proc: subprocess.Popen, timeout_s: float = 60) -> None:
+    """Stop a run as Ctrl-C does (SIGINT); if it has not ended in ``timeout_s``, SIGKILL
+    its process group (the run was started with ``start_new_session=True``)."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.http_clients import free_port, post, wait_healthy
+from tests.server_process import interrupt
 
 PIPELINE = Path(__file__).parents[1] / "data" / "numaflow" / "2-http-pipeline.yaml"
 
@@ -133,12 +134,7 @@ def test_sigkill_under_http_load_then_restart_keeps_every_acknowledged_event_onc
             time.sleep(0.5)
         time.sleep(2.0)  # let any duplicate show up
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        interrupt(proc)
 
     ids = _ids(out)
     duplicates = [i for i, n in Counter(ids).items() if n > 1]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -30,6 +29,7 @@ from flowspark.sourcer import (
     Sourcer,
 )
 from flowspark.testing import TestingOutput
+from tests.server_process import interrupt
 
 ROOT = Path(__file__).resolve().parents[2]
 UDFS = ROOT / "examples" / "numaflow" / "udfs"
@@ -63,12 +63,7 @@ def test_pynumaflows_simple_source_runs_as_a_vertex_and_prints_what_numaflow_pri
             assert time.monotonic() < deadline, "fewer than 8 messages in 240 s"
             time.sleep(0.2)
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        interrupt(proc)
     reader.join(timeout=10)
     stderr = proc.stderr.read() if proc.stderr else ""
     assert "Starting grpc server" in stderr  # the example's own log line
