@@ -19,7 +19,6 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Callable, Sequence
-from datetime import datetime
 from typing import Any
 
 from flowspark.api.steps import operator
@@ -30,9 +29,10 @@ from flowspark.runtime.windowing import (
     MAX_MS,
     ClockLogic,
     Window,
+    WindowBounds,
     Windower,
 )
-from flowspark.shared.times import EPOCH, ONE_MS, aware_to_ms, datetime_from_ms
+from flowspark.shared.times import EPOCH, ONE_MS, aware_to_ms
 
 __all__ = [
     "ReduceLogic",
@@ -355,6 +355,7 @@ class WindowLogic(KeyedLogic):
         self.step_id, self.kind, self.clock, self.windower = step_id, kind, clock, windower
         self.agg = _Aggregator(kind, fns, self)
         self.with_window = with_window
+        self._bounds = WindowBounds()  # the (start, end) datetimes of closed windows
         self.keeps_items = windower.merges
         # The event-clock reduce/fold path over grid windows, arithmetic inlined.
         self.fast = (
@@ -365,16 +366,6 @@ class WindowLogic(KeyedLogic):
         if self.with_window:
             return (key, (self._bounds(window), value))
         return (key, value)
-
-    def _bounds(self, window: Window) -> tuple[datetime, datetime]:
-        """A window's (start, end) as datetimes, shared by the keys that close it."""
-        cache = self.__dict__.setdefault("_bounds_cache", {})
-        bounds = cache.get(window)
-        if bounds is None:
-            if len(cache) >= 4096:
-                cache.clear()
-            bounds = cache[window] = (datetime_from_ms(window[0]), datetime_from_ms(window[1]))
-        return bounds
 
     def on_values_at_end(self, call: KeyedCall) -> Outcome:
         # Place them at the system time (system clock), or as if no time had passed

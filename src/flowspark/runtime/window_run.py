@@ -26,14 +26,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from datetime import datetime
 from typing import Any
 
 from flowspark.api import windowing as w021
 from flowspark.api.window import EventClockConfig, SystemClockConfig
 from flowspark.runtime.errors import step_failure
 from flowspark.runtime.keyed import KeyedCall, KeyedLogic, Outcome
-from flowspark.runtime.windowing import EOF_MS, MAX_MS, ClockLogic, SlidingWindower
+from flowspark.runtime.windowing import (
+    EOF_MS,
+    MAX_MS,
+    ClockLogic,
+    SlidingWindower,
+    WindowBounds,
+)
 from flowspark.shared.times import EPOCH, ONE_MS, aware_to_ms, datetime_from_ms, duration_ms
 
 __all__ = ["WindowRun"]
@@ -213,7 +218,7 @@ class WindowRun(KeyedLogic):
         self.fold_fns: tuple[Callable, Callable] | None = (
             fold_fns if fold_fns is not None and grid and not ordered else None
         )
-        self._bounds: dict[tuple[int, int], tuple[datetime, datetime]] = {}
+        self._bounds = WindowBounds()
 
     def _now(self, now: int) -> int:
         """The system time: the values' read time, or the clock's ``now_getter``."""
@@ -333,12 +338,7 @@ class WindowRun(KeyedLogic):
         for wid, span in [(wid, span) for wid, span in opened.items() if span[1] <= wm]:
             del opened[wid]
             emitted.append((key, (wid, "E", accs.pop(wid, None))))
-            bounds = self._bounds.get(span)
-            if bounds is None:
-                if len(self._bounds) >= 4096:
-                    self._bounds.clear()
-                bounds = self._bounds[span] = (datetime_from_ms(span[0]), datetime_from_ms(span[1]))
-            emitted.append((key, (wid, "M", w021.WindowMetadata(*bounds, set()))))
+            emitted.append((key, (wid, "M", w021.WindowMetadata(*self._bounds(span), set()))))
         if not accs and not queue and not opened:
             return Outcome(None, emitted, late)
         state = (clock_state, opened, accs, queue)

@@ -36,7 +36,7 @@ from flowspark.api.window import (
     TumblingWindow,
     WindowConfig,
 )
-from flowspark.shared.times import aware_to_ms, duration_ms
+from flowspark.shared.times import aware_to_ms, datetime_from_ms, duration_ms
 
 __all__ = [
     "MIN_MS",
@@ -45,6 +45,7 @@ __all__ = [
     "BYTEWAX",
     "NUMAFLOW",
     "Window",
+    "WindowBounds",
     "Windower",
     "RegisteredWindower",
     "ClockLogic",
@@ -64,6 +65,31 @@ MIN_MS = -(2**62)
 MAX_MS = 2**62
 # The time a bounded input's end is announced at (year 9000): every timer fires.
 EOF_MS = 221_845_392_000_000
+
+
+class WindowBounds:
+    """A window's ``(start, end)`` in ms as datetimes, made once for all the keys that
+    close it (the latest 4,096 windows are kept).
+
+    >>> bounds = WindowBounds()
+    >>> bounds((0, 1000))[1].isoformat()
+    '1970-01-01T00:00:01+00:00'
+    >>> bounds((0, 1000)) is bounds((0, 1000))
+    True
+    """
+
+    __slots__ = ("_made",)
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[int, int], tuple[datetime, datetime]] = {}
+
+    def __call__(self, window: tuple[int, int]) -> tuple[datetime, datetime]:
+        bounds = self._made.get(window)
+        if bounds is None:
+            if len(self._made) >= 4096:
+                self._made.clear()
+            bounds = self._made[window] = (datetime_from_ms(window[0]), datetime_from_ms(window[1]))
+        return bounds
 
 
 class ClockLogic:
