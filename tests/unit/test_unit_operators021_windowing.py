@@ -32,13 +32,15 @@ from flowspark.operators.windowing import (
     TumblingWindower,
     WindowMetadata,
 )
+from flowspark.plan.graph import build_plan
+from flowspark.runtime.compile import compile_flow
 from flowspark.runtime.errors import RemoteStepFailure, find_step_error
 from flowspark.runtime.keyed import KeyedCall
 from flowspark.runtime.logics import logic_for
 from flowspark.runtime.window_run import WindowRun
 from flowspark.runtime.windowing import EOF_MS
 from flowspark.shared.times import aware_to_ms
-from flowspark.testing import TestingSource
+from flowspark.testing import TestingSink, TestingSource
 
 ALIGN = datetime(2022, 1, 1, tzinfo=UTC)
 NOW = aware_to_ms(datetime(2024, 6, 1, tzinfo=UTC))
@@ -150,8 +152,6 @@ def test_the_step_ids_are_bytewax_s() -> None:
     out = win.collect_window("c", s, clock, TumblingWindower(timedelta(seconds=10), ALIGN))
     assert [(step.kind, step.step_id) for step in flow.steps[2:]] == [
         ("window", "f.c.fold_window.window.stateful_batch"),
-        ("filter_map", "f.c.fold_window.window.unwrap_down"),
-        ("filter_map", "f.c.fold_window.window.unwrap_meta"),
     ]
     assert (out.down.stream_id, out.late.stream_id, out.meta.stream_id) == (
         "f.c.down",
@@ -197,9 +197,12 @@ class Feed:
     def _take(self, outcome: Any) -> None:
         self.state, self.wake = outcome.state, outcome.wake
         assert pickle.loads(pickle.dumps(self.state)) == self.state
-        for key, (wid, tag, obj) in outcome.emitted:
+        for key, (wid, obj) in outcome.emitted:
             assert key == "ALL"
-            (self.down if tag == "E" else self.meta).append((wid, obj))
+            self.down.append((wid, obj))
+        for key, (wid, obj) in outcome.meta:
+            assert key == "ALL"
+            self.meta.append((wid, obj))
         self.late += [value for _key, value in outcome.late]
 
     def values(self, values: list[Any], now: int = NOW) -> Feed:
@@ -448,3 +451,33 @@ def test_collect_window_into_a_set_or_a_dict_and_which_operators_are_ordered() -
     assert not _built(lambda s: win.reduce_window("r", s, clock, TEN, max)).ordered
     assert not _built(lambda s: win.count_window("n", s, clock, TEN, str)).ordered
     assert not _built(lambda s: win.collect_window("c", s, clock, TEN, ordered=False)).ordered
+
+
+def _compiled_window_logic(with_meta_output: bool) -> WindowRun:
+    flow = Dataflow("f")
+    s = op.input("inp", flow, TestingSource([("a", at(0))]))
+    clock = EventClock(lambda e: e[1], wait_for_system_duration=ZERO_TD)
+    wo = win.count_window("n", s, clock, TumblingWindower(timedelta(seconds=10), ALIGN), _first)
+    op.output("down", wo.down, TestingSink([]))
+    if with_meta_output:
+        op.output("meta", wo.meta, TestingSink([]))
+    compiled = compile_flow(build_plan(flow), key_partitions=2)
+    (logic,) = pickle.loads(compiled.levels[0].logics or b"").values()
+    return logic
+
+
+def _first(item: Any) -> str:
+    return item[0]
+
+
+def test_window_metadata_is_made_only_when_meta_leads_to_an_output() -> None:
+    unused, used = _compiled_window_logic(False), _compiled_window_logic(True)
+    assert (unused.with_meta, used.with_meta) == (False, True)
+    events = [("a", at(1)), ("a", at(12))]
+    quiet = unused.on_values(KeyedCall("a", None, NOW, events))
+    told = used.on_values(KeyedCall("a", None, NOW, events))
+    assert quiet.emitted == told.emitted == [("a", (0, 1))]
+    assert quiet.meta == []
+    assert [(key, wid, m.open_time, m.close_time) for key, (wid, m) in told.meta] == [
+        ("a", 0, ALIGN, ALIGN + timedelta(seconds=10))
+    ]

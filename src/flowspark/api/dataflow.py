@@ -37,7 +37,7 @@ from flowspark.api.windowing import (
     TumblingWindower,
 )
 
-__all__ = ["Dataflow", "Stream", "WindowStream"]
+__all__ = ["Dataflow", "Stream", "WindowLogicStream", "WindowStream"]
 
 X_co = TypeVar("X_co", covariant=True)
 """The type of a stream's items (``Stream[int]`` in annotations, as bytewax 0.21 writes)."""
@@ -205,15 +205,15 @@ class Stream(Generic[X_co]):
         windower: Any,
         builder: Callable[[Any], Any],
         ordered: bool = True,
-    ) -> WindowStream:
+    ) -> WindowLogicStream:
         """bytewax 0.21's windows: a window logic per key and window id, made by
         ``builder(resume_state)`` (``on_value``, ``on_merge``, ``on_close``,
-        ``snapshot``). Emits ``(key, (window_id, "E", value))`` for what a logic
-        returns and ``(key, (window_id, "M", WindowMetadata))`` when a window
-        closes; ``.late`` has ``(key, (window_id, value))``. ``clock`` and
+        ``snapshot``). Emits ``(key, (window_id, value))`` for what a logic
+        returns; ``.late`` has ``(key, (window_id, value))`` and ``.meta`` ``(key,
+        (window_id, WindowMetadata))`` when a window closes. ``clock`` and
         ``windower`` are :mod:`flowspark.api.windowing`'s; ``ordered`` applies
         values in time order. The 0.21 operators (:mod:`flowspark.operators.windowing`)
-        split these events into ``WindowOut``.
+        return these streams as ``WindowOut``.
         """
         if not isinstance(clock, SystemClock | EventClock):  # a Clock of your own: not yet
             raise TypeError(
@@ -228,7 +228,7 @@ class Stream(Generic[X_co]):
         _check_callable("window", "builder", builder)
         args = {"clock": clock, "windower": windower, "ordered": bool(ordered)}
         step = self._flow._add_step("window", step_id, self._ports, {"builder": builder}, args)
-        return WindowStream(self._flow, Port(step, 0))
+        return WindowLogicStream(self._flow, Port(step, 0))
 
     def batch(self, step_id: str, max_size: int, timeout: timedelta) -> Stream:
         """Emit ``(key, [values])`` at ``max_size``, ``timeout`` after a batch starts, and at
@@ -593,6 +593,19 @@ class WindowStream(Stream):
         """``(key, value)`` items that arrived after their window closed."""
         assert self._port is not None  # a window step's stream is its step's
         return Stream(self._flow, Port(self._port.step, 1))
+
+
+class WindowLogicStream(WindowStream):
+    """The results of bytewax 0.21's ``window`` step; ``.meta`` is the stream of its
+    closed windows' metadata (made only when it leads to an output)."""
+
+    __slots__ = ()
+
+    @property
+    def meta(self) -> Stream:
+        """``(key, (window_id, WindowMetadata))`` of each window as it closes."""
+        assert self._port is not None  # a window step's stream is its step's
+        return Stream(self._flow, Port(self._port.step, 2))
 
 
 class Dataflow:

@@ -36,6 +36,8 @@ class OperatorKind:
     ``windowed``: a keyed step that gathers each key's values into windows;
     ``late_port``: the step has a second output (slot 1, ``.late``) for the items
     that came after their windows closed, which the run counts per step;
+    ``meta_port``: a third output (slot 2, ``.meta``) with each closed window's
+    metadata, filled only when it leads to an output;
     ``aggregates``: how a windowed step accumulates a window's values
     (:data:`Aggregation`; ``None`` for a step without windows). ``effect``: a
     step called for its effect (an inspector): a flow may end at one instead of
@@ -57,6 +59,7 @@ class OperatorKind:
     state_per_key: bool = False
     windowed: bool = False
     late_port: bool = False
+    meta_port: bool = False
     aggregates: Aggregation | None = None
     effect: bool = False
 
@@ -97,7 +100,9 @@ OPERATORS: dict[str, OperatorKind] = _kinds(
     OperatorKind("collect_window", "keyed", windowed=True, late_port=True, aggregates="collect"),
     # bytewax 0.21's windows: a window logic object per window id, the metadata of
     # each window as it closes, items late by the watermark on ``.late``.
-    OperatorKind("window", "keyed", windowed=True, late_port=True, aggregates="logic"),
+    OperatorKind(
+        "window", "keyed", windowed=True, late_port=True, meta_port=True, aggregates="logic"
+    ),
     # Numaflow's keyed kinds keep their handlers' write-ahead log per key.
     OperatorKind("accumulate", "keyed", state_per_key=True),
     OperatorKind(

@@ -271,8 +271,7 @@ class LevelProcessor(StatefulProcessor):
                     wakes[user_key] = outcome.wake
                 else:
                     wakes.pop(user_key, None)
-                total.emitted += outcome.emitted
-                total.late += outcome.late
+                total.add(outcome)
         blob = _BucketBlob.dump(wakes, inline)
         if blob is not None and inline is not None and len(blob) > INLINE_BUCKET_BYTES:
             for user_key, state in inline.items():  # the bucket outgrew its blob
@@ -321,11 +320,10 @@ class LevelProcessor(StatefulProcessor):
                 placed = logic.on_values(KeyedCall(user_key, None, now, values, wal, origins))
                 ended = logic.on_timer(KeyedCall(user_key, placed.state, EOF_MS, wal=wal))
             text += captured.take()
-            for outcome in (placed, ended):
-                total.emitted += outcome.emitted
-                total.late += outcome.late
+            total.add(placed)
+            total.add(ended)
             # What a key printed goes out with its results, in order, as keys one by one.
-            if text or len(total.emitted) + len(total.late) >= _WHOLE_INPUT_FLUSH:
+            if text or sum(map(len, total.outputs)) >= _WHOLE_INPUT_FLUSH:
                 yield from self._emit(port, total, WHOLE_INPUT_MS, text)
                 total, text = Outcome(None), b""
         yield from self._emit(port, total, WHOLE_INPUT_MS, text)
@@ -339,8 +337,8 @@ class LevelProcessor(StatefulProcessor):
             step_id = self.logics[port].step_id
             count = encode_count(step_id, len(outcome.late))
             yield Row(port=LATE_COUNT_PORT, key=None, data=count, ts=ts)
-        if outcome.emitted or outcome.late:
-            yield from self._run(port, (outcome.emitted, outcome.late), ts)
+        if any(outcome.outputs):
+            yield from self._run(port, outcome.outputs, ts)
 
     def _store(self, outcome: Outcome, wake: int | None, fired: bool) -> None:
         """Write the key's new state; move its timer if the wake time changed."""

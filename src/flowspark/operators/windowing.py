@@ -19,9 +19,7 @@ window closes. What differs from bytewax 0.21.1: docs/bytewax-021.md.
 >>> out = count_window("count", s, clock, win, lambda x: x[0])
 >>> [(step.kind, step.step_id) for step in flow.steps]  # doctest: +NORMALIZE_WHITESPACE
 [('input', 'eg.inp'), ('map', 'eg.count.keyed'),
- ('window', 'eg.count.sum.window.stateful_batch'),
- ('filter_map', 'eg.count.sum.window.unwrap_down'),
- ('filter_map', 'eg.count.sum.window.unwrap_meta')]
+ ('window', 'eg.count.sum.window.stateful_batch')]
 >>> out.down.stream_id, out.late.stream_id, out.meta.stream_id
 ('eg.count.down', 'eg.count.late', 'eg.count.meta')
 """
@@ -55,7 +53,7 @@ from flowspark.operators.core import KeyedStream
 from flowspark.operators.joins import JoinEmitMode, JoinInsertMode, JoinState, _join_label_merge
 from flowspark.operators.scoping import operator
 from flowspark.operators.shims import _identity, _ReduceFolder
-from flowspark.operators.stateless import filter_map_value, key_on
+from flowspark.operators.stateless import key_on
 
 __all__ = [
     "LATE_SESSION_ID",
@@ -129,33 +127,17 @@ class WindowOut(Generic[V, W_co]):
     merged into another)."""
 
 
-@dataclass(frozen=True)
-class _Events:
-    events: Stream[Any]
-    late: Stream[Any]
-
-
 @operator(_core=True)
-def _window_events(
+def _window_step(
     step_id: str,
     up: KeyedStream[V],
     clock: Clock,
     windower: Windower,
     builder: Callable[[Any], Any],
     ordered: bool,
-) -> _Events:
+) -> WindowOut[V, Any]:
     stream = up.window(step_id, clock, windower, builder, ordered)
-    return _Events(stream, stream.late)
-
-
-def _unwrap_down(event: tuple[int, str, Any]) -> tuple[int, Any] | None:
-    window_id, tag, obj = event
-    return (window_id, obj) if tag == "E" else None
-
-
-def _unwrap_meta(event: tuple[int, str, Any]) -> tuple[int, Any] | None:
-    window_id, tag, obj = event
-    return (window_id, obj) if tag == "M" else None
+    return WindowOut(stream, stream.late, stream.meta)
 
 
 @operator
@@ -170,10 +152,7 @@ def window(
     """Run a :class:`WindowLogic` per key and window: ``builder(resume_state)`` makes
     it (``None`` for a window that opens). ``ordered``: values reach the logics in
     time order once the watermark passes them, else as they come."""
-    events = _window_events("stateful_batch", up, clock, windower, builder, ordered)
-    downs = filter_map_value("unwrap_down", events.events, _unwrap_down)
-    metas = filter_map_value("unwrap_meta", events.events, _unwrap_meta)
-    return WindowOut(downs, events.late, metas)
+    return _window_step("stateful_batch", up, clock, windower, builder, ordered)
 
 
 class _FoldWindow(WindowLogic[Any, Any, Any]):

@@ -41,6 +41,7 @@ class Plan:
     inputs: list[int]
     outputs: list[int]
     sink_ports: dict[int, int] = field(default_factory=dict)  # output step -> sink port
+    reaches_end: list[bool] = field(default_factory=list)  # step -> leads to an output
 
     @property
     def stateful(self) -> bool:
@@ -64,6 +65,10 @@ class Plan:
     def step(self, i: int) -> Step:
         """The step at plan index ``i``."""
         return self.steps[i]
+
+    def live_slots(self, i: int) -> frozenset[int]:
+        """The output slots of step ``i`` that lead to an output (or an inspector)."""
+        return frozenset(slot for child, slot in self.children[i] if self.reaches_end[child])
 
 
 def build_plan(flow: Dataflow) -> Plan:
@@ -113,4 +118,4 @@ def build_plan(flow: Dataflow) -> Plan:
                 "connect its stream to an output step"
             )
     sink_ports = {o: SINK_PORT_BASE + n for n, o in enumerate(outputs)}
-    return Plan(steps, index, children, levels, inputs, outputs, sink_ports)
+    return Plan(steps, index, children, levels, inputs, outputs, sink_ports, reaches_output)

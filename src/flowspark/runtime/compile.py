@@ -100,6 +100,8 @@ def compile_flow(plan: Plan, key_partitions: int) -> CompiledFlow:
         if keyed:
             vertex = clock != "key"
             logics = {i: logic_for(plan.step(i), vertex_clock=vertex) for i in keyed}
+            for i, logic in logics.items():
+                logic.use_slots(plan.live_slots(i))
             uses_wal = any(logic.uses_wal for logic in logics.values())
             # Numaflow's keyed logics may run their handlers in hosts named by run_id.
             hosted: list[Any] = [lg for lg in logics.values() if getattr(lg, "use_host", False)]

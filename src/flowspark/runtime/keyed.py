@@ -81,12 +81,26 @@ class KeyedCall(NamedTuple):
 
 @dataclass
 class Outcome:
-    """What one call of a logic produced."""
+    """What one call of a logic produced: its outputs by slot (``emitted`` on slot 0,
+    ``late`` on 1, ``meta`` on 2: a 0.21 window step's closed windows), the key's
+    new state and when to wake it."""
 
     state: Any
     emitted: list[Any] = field(default_factory=list)
     late: list[Any] = field(default_factory=list)
     wake: int | None = None
+    meta: list[Any] = field(default_factory=list)
+
+    def add(self, other: Outcome) -> None:
+        """Append ``other``'s outputs to this one's (state and wake stay)."""
+        self.emitted += other.emitted
+        self.late += other.late
+        self.meta += other.meta
+
+    @property
+    def outputs(self) -> tuple[list[Any], list[Any], list[Any]]:
+        """The outputs by slot."""
+        return (self.emitted, self.late, self.meta)
 
 
 def on_value_runs(
@@ -108,8 +122,7 @@ def on_value_runs(
     for now, values in runs:
         outcome = logic.on_values(KeyedCall(key, total.state, now, values))
         total.state, total.wake = outcome.state, outcome.wake
-        total.emitted += outcome.emitted
-        total.late += outcome.late
+        total.add(outcome)
     return total
 
 
@@ -119,6 +132,9 @@ class KeyedLogic:
     step_id: str = ""
     uses_timers = False
     uses_wal = False  # the Numaflow logics keep a write-ahead log beside their state
+
+    def use_slots(self, slots: frozenset[int]) -> None:
+        """Told which output slots lead to an output (the others need not be filled)."""
 
     def on_values(self, call: KeyedCall) -> Outcome:
         """Handle this batch's values for ``call.key``."""

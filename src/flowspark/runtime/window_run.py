@@ -16,10 +16,10 @@ The window ids are :class:`_SlidingIds` (tumbling and sliding windows) or
 >>> clock = EventClock(lambda v: v, wait_for_system_duration=timedelta(0))
 >>> run = WindowRun("count", clock, TumblingWindower(timedelta(seconds=10), at), Count(), False)
 >>> out = run.on_values(KeyedCall("k", None, 0, [at, at + timedelta(seconds=11)]))
->>> [(key, event[:2]) for key, event in out.emitted]
-[('k', (0, 'E')), ('k', (0, 'M'))]
->>> out.emitted[0][1][2]
-1
+>>> out.emitted
+[('k', (0, 1))]
+>>> [(key, (wid, meta.close_time.second)) for key, (wid, meta) in out.meta]
+[('k', (0, 10))]
 """
 
 from __future__ import annotations
@@ -187,8 +187,9 @@ class WindowRun(KeyedLogic):
     the watermark has passed close (``on_close``, then their metadata). A call
     sees the key's values of one read time, as one bytewax batch.
 
-    Emits ``(key, (window_id, "E", value))`` for what a logic returns and ``(key,
-    (window_id, "M", WindowMetadata))`` for a closed window. State: ``(clock
+    Emits ``(key, (window_id, value))`` for what a logic returns (slot 0) and ``(key,
+    (window_id, WindowMetadata))`` for a closed window (slot 2, ``meta``: only when
+    that slot leads to an output, see :meth:`use_slots`). State: ``(clock
     state, windower state, {window id: logic snapshot}, queue)``; a logic is
     rebuilt with ``builder(snapshot)`` when its window has work.
     """
@@ -219,6 +220,10 @@ class WindowRun(KeyedLogic):
             fold_fns if fold_fns is not None and grid and not ordered else None
         )
         self._bounds = WindowBounds()
+        self.with_meta = True  # whether closed windows' metadata is wanted (slot 2)
+
+    def use_slots(self, slots: frozenset[int]) -> None:
+        self.with_meta = 2 in slots
 
     def _now(self, now: int) -> int:
         """The system time: the values' read time, or the clock's ``now_getter``."""
@@ -273,15 +278,16 @@ class WindowRun(KeyedLogic):
         if at_end:
             wm = MAX_MS
         emitted: list[Any] = []
+        meta: list[Any] = []
         logics: dict[int, Any] = {}
-        queue = self._flush(key, wm, win_state, snapshots, logics, queue, emitted)
+        queue = self._flush(key, wm, win_state, snapshots, logics, queue, emitted, meta)
         for wid, logic in logics.items():
             snapshots[wid] = self._method(key, logic, "snapshot")
         if not snapshots and not queue and ids.is_empty(win_state):
-            return Outcome(None, emitted, late)
+            return Outcome(None, emitted, late, meta=meta)
         state = (clock_state, win_state, snapshots, queue)
         wake = None if at_end else self._wake(clock_state, win_state, queue)
-        return Outcome(state, emitted, late, wake)
+        return Outcome(state, emitted, late, wake, meta)
 
     def _run_fold(
         self, key: str, state: Any, values: Sequence[Any], now: int, at_end: bool
@@ -335,15 +341,17 @@ class WindowRun(KeyedLogic):
             clock_state = (max_event, seen_at)
         wm = MAX_MS if at_end else clock.watermark(clock_state, now)
         emitted: list[Any] = []
+        meta: list[Any] = []
         for wid, span in [(wid, span) for wid, span in opened.items() if span[1] <= wm]:
             del opened[wid]
-            emitted.append((key, (wid, "E", accs.pop(wid, None))))
-            emitted.append((key, (wid, "M", w021.WindowMetadata(*self._bounds(span), set()))))
+            emitted.append((key, (wid, accs.pop(wid, None))))
+            if self.with_meta:
+                meta.append((key, (wid, w021.WindowMetadata(*self._bounds(span), set()))))
         if not accs and not queue and not opened:
-            return Outcome(None, emitted, late)
+            return Outcome(None, emitted, late, meta=meta)
         state = (clock_state, opened, accs, queue)
         wake = None if at_end else self._wake(clock_state, opened, queue)
-        return Outcome(state, emitted, late, wake)
+        return Outcome(state, emitted, late, wake, meta)
 
     def _flush(
         self,
@@ -354,6 +362,7 @@ class WindowRun(KeyedLogic):
         logics: dict[int, Any],
         queue: list[tuple[Any, int]],
         emitted: list[Any],
+        meta: list[Any],
     ) -> list[tuple[Any, int]]:
         """Apply the due values, merge, close: bytewax 0.21's flush of a key's queue.
         ``logics`` gets every logic this touched (and still open); the queue left."""
@@ -374,19 +383,20 @@ class WindowRun(KeyedLogic):
         for v, t in due:
             for wid in ids.open_for(win_state, t):
                 out = self._method(key, logic_of(wid), "on_value", v)
-                emitted.extend((key, (wid, "E", w)) for w in out)
+                emitted.extend((key, (wid, w)) for w in out)
         for orig, target in ids.merged(win_state):
             if orig != target:
                 original = logic_of(orig)
                 del logics[orig]
                 out = self._method(key, logic_of(target), "on_merge", original)
-                emitted.extend((key, (target, "E", w)) for w in out)
+                emitted.extend((key, (target, w)) for w in out)
         for wid, (start, close, merged) in ids.close_for(win_state, wm):
             out = self._method(key, logic_of(wid), "on_close")
             del logics[wid]
-            emitted.extend((key, (wid, "E", w)) for w in out)
-            opened, closed = datetime_from_ms(start), datetime_from_ms(close)
-            emitted.append((key, (wid, "M", w021.WindowMetadata(opened, closed, set(merged)))))
+            emitted.extend((key, (wid, w)) for w in out)
+            if self.with_meta:
+                opened, closed = datetime_from_ms(start), datetime_from_ms(close)
+                meta.append((key, (wid, w021.WindowMetadata(opened, closed, set(merged)))))
         return queue
 
     def _method(self, key: str, logic: Any, method: str, *args: Any) -> Any:

@@ -6,8 +6,8 @@ Numaflow :class:`~flowspark.pipeline.PipelineSpec`'s vertices) into a
 (the connector's class, the window, the function's name), one edge per upstream
 port. An edge into a keyed step is a shuffle by key and is marked ``by key``;
 the edge out of a ``redistribute`` is ``round robin``; a window's late stream
-is ``late``; a branch's two outputs are ``true``/``false``. Nothing here starts
-Spark: a flow is only a description.
+is ``late`` (a 0.21 window's metadata: ``meta``); a branch's two outputs are
+``true``/``false``. Nothing here starts Spark: a flow is only a description.
 
 >>> from flowspark.dataflow import Dataflow
 >>> from flowspark.testing import TestingInput, TestingOutput
@@ -155,6 +155,8 @@ def flow_graph(flow: Any) -> FlowGraph:
             elif port.slot == 1 and _has_late_port(port.step.kind):
                 labels.append("late")
                 style = LATE
+            elif port.slot == 2 and _has_meta_port(port.step.kind):
+                labels.append("meta")
             elif port.slot:
                 labels.append(f"out {port.slot}")
             if families[target] == "keyed":
@@ -170,6 +172,11 @@ def flow_graph(flow: Any) -> FlowGraph:
 def _has_late_port(kind: str) -> bool:
     op = OPERATORS.get(kind)
     return op is not None and op.late_port
+
+
+def _has_meta_port(kind: str) -> bool:
+    op = OPERATORS.get(kind)
+    return op is not None and op.meta_port
 
 
 def _stages(flow: Any) -> dict[Any, int]:
