@@ -267,6 +267,18 @@ def test_tuples_whose_nesting_differs_fall_back_to_pickle():
     assert decode_items(encode_items(empty)) == empty
 
 
+def test_tuples_without_datetimes_in_their_first_item_are_pickled_as_they_are():
+    from datetime import UTC, datetime
+
+    t = datetime(2024, 1, 1, tzinfo=UTC)
+    plain = [(f"k{i % 7}", (i, float(i))) for i in range(200)]
+    late_times = [("k", None)] + [("k", t)] * 199
+    for items in (plain, late_times):
+        data = encode_items(items)
+        assert data[:1] == b"P"
+        assert decode_items(data) == items
+
+
 def test_mixed_or_naive_datetime_tuples_fall_back_to_pickle():
     from datetime import UTC, datetime, timedelta, timezone
 

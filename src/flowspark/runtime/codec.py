@@ -142,13 +142,16 @@ def _encode_columns(items: list[Any]) -> bytes | None:
     microseconds costs ~0.3 µs each way. ``None`` when the items are not such
     tuples (the caller pickles them as they are).
     """
-    shape = _shape(items[0])
+    first = items[0]
+    shape = _shape(first)
+    if not any(type(leaf) is datetime for leaf in _leaves(first, shape)):
+        return None  # no column could be datetimes: not worth building them
     columns = _leaf_columns(items, shape)
     if columns is None:
         return None
     utc = [False] * len(columns)
     for i, column in enumerate(columns):
-        if _all_utc(column):
+        if type(column[0]) is datetime and _all_utc(column):
             utc[i] = True
             columns[i] = [(d - EPOCH) // ONE_US for d in column]
     if not any(utc):
@@ -159,6 +162,15 @@ def _encode_columns(items: list[Any]) -> bytes | None:
 def _shape(item: Any) -> Any:
     """A tuple's nesting: the list of its elements' shapes (``None``: not a tuple)."""
     return [_shape(x) for x in item] if type(item) is tuple else None
+
+
+def _leaves(item: Any, shape: Any) -> Iterator[Any]:
+    """The leaves of one item of ``shape``, in column order."""
+    if shape is None:
+        yield item
+    else:
+        for x, sub in zip(item, shape, strict=True):
+            yield from _leaves(x, sub)
 
 
 def _leaf_columns(items: list[Any], shape: Any) -> list[list[Any]] | None:
