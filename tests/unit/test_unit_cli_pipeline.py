@@ -43,7 +43,7 @@ CASES = {
         "spec.vertices[2].sink: unknown field 'bogus'",
     ),
     "not a pipeline": (
-        GOOD.replace("kind: Pipeline", "kind: MonoVertex"),
+        GOOD.replace("kind: Pipeline", "kind: ServingPipeline"),
         "kind",
     ),
     "window without length": (

@@ -761,12 +761,12 @@ def test_rules_run_in_the_controllers_order():
 # ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["MonoVertex", "ServingPipeline", "InterStepBufferService"])
-def test_only_kind_pipeline_loads(kind):
+@pytest.mark.parametrize("kind", ["ServingPipeline", "InterStepBufferService", "Vertex"])
+def test_only_kinds_pipeline_and_mono_vertex_load(kind):
     obj = dict(pipeline(), kind=kind)
     assert error(obj) == (
-        f"pipeline: kind '{kind}' is not supported: flowspark loads only kind Pipeline "
-        "(apiVersion numaflow.numaproj.io/v1alpha1)"
+        f"pipeline: kind '{kind}' is not supported: flowspark loads kinds Pipeline and "
+        "MonoVertex (apiVersion numaflow.numaproj.io/v1alpha1)"
     )
 
 
@@ -1166,8 +1166,8 @@ def test_load_spec_reads_a_path_or_text(tmp_path):
     )  # a key given by a merge (<<) may be overridden
     assert merged.vertex("cat2").udf == merged.vertex("cat").udf
     bad = tmp_path / "bad.yaml"
-    bad.write_text("apiVersion: numaflow.numaproj.io/v1alpha1\nkind: MonoVertex\n")
-    with pytest.raises(PipelineSpecError, match=rf"^{bad}: kind 'MonoVertex' is not supported"):
+    bad.write_text("apiVersion: numaflow.numaproj.io/v1alpha1\nkind: ServingPipeline\n")
+    with pytest.raises(PipelineSpecError, match=rf"^{bad}: kind 'ServingPipeline' is not"):
         load_spec(bad)
 
 

@@ -14,6 +14,7 @@ Numaflow's log lines, nothing (blackhole) or call a ``Sinker`` (an example:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import re
@@ -40,6 +41,7 @@ from flowspark.connectors.numaflow import (
 from flowspark.connectors.numaflow.http import HttpInput, HttpRoute, HttpServer, resolve_address
 from flowspark.pipeline.errors import PipelineSpecError
 from flowspark.pipeline.model import ContainerSpec, PipelineSpec, SinkSpec, Vertex
+from flowspark.pipeline.mono_vertex import BypassTo, udf_names
 from flowspark.pipeline.spec import load_spec
 from flowspark.pipeline.udfs import ANNOTATION_PREFIX, server_from_script, server_kind
 from flowspark.runtime.numaflow.builtins import (
@@ -152,10 +154,45 @@ def build(
             "directory (-r)",
             spec.name,
         )
+    handlers = dict(udfs or {})
+    if spec.kind == "MonoVertex":
+        spec, handlers = _mono_vertex_names(spec, handlers)
     builder = _Builder(
-        spec, base_dir or Path.cwd(), dict(udfs or {}), dict(secrets or {}), dict(outputs or {})
+        spec, base_dir or Path.cwd(), handlers, dict(secrets or {}), dict(outputs or {})
     )
     return builder.build(state_dir, http_host, http_port, certfile, keyfile)
+
+
+def _mono_vertex_names(
+    spec: PipelineSpec, udfs: dict[str, Any]
+) -> tuple[PipelineSpec, dict[str, Any]]:
+    """A MonoVertex's handlers (``--udf`` and annotations) named by the field they
+    replace (``udsource``, ``udf`` …), renamed as its pipeline's vertices name them."""
+    names = udf_names(spec.name)
+    unknown = sorted(set(udfs) - set(names))
+    if unknown:
+        raise PipelineSpecError(
+            f"--udf names no part of MonoVertex {spec.name!r}: {', '.join(unknown)}; give "
+            f"one of {', '.join(names)}"
+        )
+    annotations = {
+        (ANNOTATION_PREFIX + names[key[len(ANNOTATION_PREFIX) :]])
+        if key.startswith(ANNOTATION_PREFIX) and key[len(ANNOTATION_PREFIX) :] in names
+        else key: value
+        for key, value in spec.annotations.items()
+    }
+    renamed = {names[key]: handler for key, handler in udfs.items()}
+    return dataclasses.replace(spec, annotations=annotations), renamed
+
+
+def _handler_names(spec: PipelineSpec) -> set[str]:
+    """The names a handler may be given under: a vertex's, a source's
+    ``VERTEX.transformer``, a sink's ``VERTEX.fb`` (fallback) and ``VERTEX.ons``
+    (onSuccess)."""
+    names = {v.name for v in spec.vertices}
+    names |= {f"{v.name}.transformer" for v in spec.sources}
+    names |= {f"{v.name}{role}" for v in spec.sinks for role in (".fb", ".ons")}
+    return names
 
 
 def _is_batch_map(server: Any) -> bool:
@@ -183,12 +220,13 @@ class _Builder:
         self.base_dir = base_dir
         self.udfs = udfs
         self.secrets = secrets
-        unknown = sorted(set(udfs) - {v.name for v in spec.vertices})
+        unknown = sorted(set(udfs) - _handler_names(spec))
         if unknown:
             raise PipelineSpecError(f"--udf names no vertex of the pipeline: {', '.join(unknown)}")
         self.flow = Dataflow(spec.name)
         self.outputs: dict[str, Stream] = {}
         self.replaced_outputs = replaced_outputs
+        self.sink_outputs: dict[str, Any] = {}
 
     # -- the graph ---------------------------------------------------------------
 
@@ -317,7 +355,12 @@ class _Builder:
             b = transformer.builtin
             fn = build_transformer_builtin(b.name, list(b.args), dict(b.kwargs))
         else:
-            server = self._server(vertex, "transformer", transformer.container)
+            # Its own name when the vertex's source is a handler too (else either).
+            own = f"{vertex.name}.transformer"
+            mine = source.kind == "udsource" or self._udf_source(own) is not None
+            server = self._server(
+                vertex, "transformer", transformer.container, udf_name=own if mine else None
+            )
             fn = TransformRunner(server.handler)
         return stream.flat_map(f"{vertex.name}.transformer", fn)
 
@@ -388,11 +431,31 @@ class _Builder:
         )
 
     def _sink(self, vertex: Vertex, upstream: Stream) -> None:
-        assert vertex.sink is not None
+        sink = vertex.sink
+        assert sink is not None
         output = self.replaced_outputs.get(vertex.name)
-        upstream.output(vertex.name, output or self._output(vertex, vertex.sink))
+        bypass = self.spec.bypass
+        if bypass is not None:  # a MonoVertex's: some map messages skip to other sinks
+            for name, role, spec in (
+                ("fallback", ".fb", sink.fallback),
+                ("onSuccess", ".ons", sink.on_success),
+            ):
+                if spec is not None:
+                    to_it = BypassTo(name, bypass)
+                    skipping = upstream.filter(f"{vertex.name}.bypass{role}", to_it)
+                    skipping.output(f"{vertex.name}{role}", self._output(vertex, spec, role))
+            upstream = upstream.filter(f"{vertex.name}.bypass", BypassTo("sink", bypass))
+        upstream.output(vertex.name, output or self._output(vertex, sink))
 
     def _output(self, vertex: Vertex, sink: SinkSpec, role: str = "") -> Any:
+        """The output of ``vertex``'s ``sink`` (``role``: ``.fb`` its fallback, ``.ons``
+        its onSuccess sink); one object per sink, however many steps write to it."""
+        name = f"{vertex.name}{role}"
+        if name not in self.sink_outputs:
+            self.sink_outputs[name] = self._new_output(vertex, sink, role)
+        return self.sink_outputs[name]
+
+    def _new_output(self, vertex: Vertex, sink: SinkSpec, role: str) -> Any:
         if sink.kind == "log":
             return LogOutput(vertex.name)
         if sink.kind == "blackhole":
@@ -445,10 +508,16 @@ class _Builder:
         given = self._udf_source(name)
         if given is None:
             image = f"container image {container.image!r}" if container else "container"
+            if self.spec.kind == "MonoVertex":  # its handlers go by the field they replace
+                field = {v: k for k, v in udf_names(self.spec.name).items()}[name]
+                where = f'MonoVertex "{self.spec.name}": its {field} {image}'
+                name = field
+            else:
+                where = f'vertex "{vertex.name}": its {image}'
             raise PipelineSpecError(
-                f'vertex "{vertex.name}": its {image} cannot run on flowspark; give its '
-                f"Python handler with --udf {name}=path/to/udf.py or the pipeline "
-                f"annotation {ANNOTATION_PREFIX}{name}: path/to/udf.py"
+                f"{where} cannot run on flowspark; give its Python handler with --udf "
+                f"{name}=path/to/udf.py or the annotation {ANNOTATION_PREFIX}{name}: "
+                "path/to/udf.py"
             )
         if isinstance(given, (str, os.PathLike)):
             path = Path(given)

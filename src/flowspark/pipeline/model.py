@@ -8,6 +8,7 @@ and its default in :mod:`flowspark.pipeline.typed`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Literal
@@ -16,6 +17,7 @@ from flowspark.shared.retry import RetryFields
 
 __all__ = [
     "BuiltinSpec",
+    "Bypass",
     "ContainerSpec",
     "Edge",
     "GeneratorSpec",
@@ -29,6 +31,7 @@ __all__ = [
     "SecretRef",
     "SinkSpec",
     "SourceSpec",
+    "TagCondition",
     "TransformerSpec",
     "UdfSpec",
     "Vertex",
@@ -223,6 +226,60 @@ class Edge:
 
 
 @dataclass(frozen=True)
+class TagCondition:
+    """A forwarding condition on a message's tags: ``operator`` ``or`` (any of ``tags``),
+    ``and`` (all of them) or ``not`` (none of them)."""
+
+    tags: tuple[str, ...]
+    operator: str = "or"
+
+    def holds(self, tags: Sequence[str]) -> bool:
+        """Whether a message with ``tags`` meets the condition (no ``tags`` in the
+        condition: every message does, as in Numaflow).
+
+        >>> cond = TagCondition(("a", "b"), "not")
+        >>> cond.holds(["c"]), cond.holds(["b"]), TagCondition(()).holds([])
+        (True, False, True)
+        """
+        if not self.tags:
+            return True
+        if self.operator == "and":
+            return all(tag in tags for tag in self.tags)
+        if self.operator == "or":
+            return any(tag in tags for tag in self.tags)
+        if self.operator == "not":
+            return not any(tag in tags for tag in self.tags)
+        return False
+
+
+@dataclass(frozen=True)
+class Bypass:
+    """A MonoVertex's ``bypass``: which messages of its map UDF go straight to its sink,
+    its fallback sink or its onSuccess sink (the first condition that holds, in that
+    order; ``None``: no such condition)."""
+
+    sink: TagCondition | None = None
+    fallback: TagCondition | None = None
+    on_success: TagCondition | None = None
+
+    def destination(self, tags: Sequence[str]) -> str:
+        """Where a message with ``tags`` goes: ``sink``, ``fallback`` or ``onSuccess``
+        (``sink`` as well when no condition holds: after the map comes the sink).
+
+        >>> Bypass(fallback=TagCondition(("bad",))).destination(["bad"])
+        'fallback'
+        """
+        for name, condition in (
+            ("sink", self.sink),
+            ("fallback", self.fallback),
+            ("onSuccess", self.on_success),
+        ):
+            if condition is not None and condition.holds(tags):
+                return name
+        return "sink"
+
+
+@dataclass(frozen=True)
 class Vertex:
     """A vertex; exactly one of ``source``/``udf``/``sink`` is set, as ``kind`` says.
     ``limits`` are the effective ones; ``partitions`` the effective count (1 for sources
@@ -242,7 +299,10 @@ class Vertex:
 @dataclass(frozen=True)
 class PipelineSpec:
     """A validated Numaflow Pipeline. ``ignored`` lists the dotted paths of the fields
-    that only mean something on Kubernetes; ``annotations`` are ``metadata.annotations``."""
+    that only mean something on Kubernetes; ``annotations`` are ``metadata.annotations``.
+    ``kind`` is the document's: a ``MonoVertex`` is held as the pipeline it amounts to
+    (source -> optional map UDF -> sink, see :mod:`flowspark.pipeline.mono_vertex`),
+    with its ``bypass``."""
 
     name: str
     vertices: tuple[Vertex, ...]
@@ -251,6 +311,8 @@ class PipelineSpec:
     watermark: WatermarkSpec = field(default_factory=WatermarkSpec)
     ignored: tuple[str, ...] = ()
     annotations: dict[str, str] = field(default_factory=dict)
+    kind: Literal["Pipeline", "MonoVertex"] = "Pipeline"
+    bypass: Bypass | None = None
 
     def vertex(self, name: str) -> Vertex:
         """The vertex named ``name`` (``KeyError`` if there is none)."""

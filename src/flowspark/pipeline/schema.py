@@ -24,7 +24,7 @@ from typing import Any
 from flowspark.pipeline.durations import parse_duration, parse_quantity
 from flowspark.pipeline.errors import PipelineSpecError
 
-__all__ = ["PIPELINE", "SINK_KINDS", "SOURCE_KINDS", "Decoder", "kind_of"]
+__all__ = ["MONO_VERTEX", "PIPELINE", "SINK_KINDS", "SOURCE_KINDS", "Decoder", "kind_of"]
 
 
 @dataclass(frozen=True)
@@ -274,6 +274,10 @@ _POD_TEMPLATE = _same(
     _K8S,
 )
 _ORDERED = _Obj({"enabled": _BOOL})
+_UPDATE_STRATEGY = _Ignored(
+    _Obj({"type": _STR, "rollingUpdate": _Obj({"maxUnavailable": _INT_OR_STR})})
+)
+_CONDITIONS = _Obj({"tags": _Obj({"operator": _STR, "values": _List(_STR)})})
 _VERTEX = _Obj(
     {
         "name": _STR,
@@ -286,9 +290,7 @@ _VERTEX = _Obj(
         "scale": _Ignored(_SCALE),
         "initContainers": _NAMED_CONTAINERS,
         "sidecars": _NAMED_CONTAINERS,
-        "updateStrategy": _Ignored(
-            _Obj({"type": _STR, "rollingUpdate": _Obj({"maxUnavailable": _INT_OR_STR})})
-        ),
+        "updateStrategy": _UPDATE_STRATEGY,
         "sideInputs": _Unsupported("side inputs are not supported by flowspark", _List(_STR)),
         "containerTemplate": _K8S,
         "initContainerTemplate": _K8S,
@@ -301,7 +303,7 @@ _EDGE = _Obj(
     {
         "from": _STR,
         "to": _STR,
-        "conditions": _Obj({"tags": _Obj({"operator": _STR, "values": _List(_STR)})}),
+        "conditions": _CONDITIONS,
         "onFull": _STR,
     }
 )
@@ -355,6 +357,37 @@ _METADATA = _Obj(
 )
 PIPELINE = _Obj(
     {"apiVersion": _STR, "kind": _STR, "metadata": _METADATA, "spec": _SPEC, "status": _K8S}
+)
+# A MonoVertex's spec (``MonoVertexSpec``): one source, an optional map UDF, one sink.
+_MONO_SPEC = _Obj(
+    {
+        "replicas": _Ignored(_INT),
+        "source": _SOURCE,
+        "sink": _SINK,
+        "udf": _UDF,
+        "limits": _Obj(
+            {
+                "readBatchSize": _UINT,
+                "readTimeout": _DURATION,
+                "rateLimit": _Unsupported("rate limiting is not supported by flowspark"),
+                "concurrency": _Ignored(_UINT),
+            }
+        ),
+        "scale": _Ignored(_SCALE),
+        "initContainers": _NAMED_CONTAINERS,
+        "sidecars": _NAMED_CONTAINERS,
+        "updateStrategy": _UPDATE_STRATEGY,
+        "bypass": _Obj(dict.fromkeys(("sink", "fallback", "onSuccess"), _CONDITIONS)),
+        "streaming": _Ignored(_BOOL),
+        "containerTemplate": _K8S,
+        "volumes": _K8S,
+        "daemonTemplate": _K8S,
+        "lifecycle": _K8S,
+        **_POD_TEMPLATE,
+    }
+)
+MONO_VERTEX = _Obj(
+    {"apiVersion": _STR, "kind": _STR, "metadata": _METADATA, "spec": _MONO_SPEC, "status": _K8S}
 )
 
 

@@ -1,4 +1,4 @@
-"""Numaflow ``Pipeline`` specs: parsed, checked and typed, without Spark.
+"""Numaflow ``Pipeline`` (and ``MonoVertex``) specs: parsed, checked and typed, without Spark.
 
 :func:`load_spec` reads a Pipeline YAML (a file or the text itself) and
 :func:`parse_spec` a decoded object. Both return a :class:`PipelineSpec` or raise
@@ -54,9 +54,10 @@ import yaml
 
 from flowspark.pipeline.errors import PipelineSpecError
 from flowspark.pipeline.model import PipelineSpec
-from flowspark.pipeline.schema import PIPELINE, Decoder, kind_of
+from flowspark.pipeline.mono_vertex import typed_mono_vertex
+from flowspark.pipeline.schema import MONO_VERTEX, PIPELINE, Decoder, kind_of
 from flowspark.pipeline.typed import typed_spec
-from flowspark.pipeline.validate import validate
+from flowspark.pipeline.validate import validate, validate_mono_vertex
 
 __all__ = ["API_VERSION", "load_spec", "parse_spec"]
 
@@ -88,10 +89,10 @@ def parse_spec(obj: dict[str, Any], origin: str = "pipeline") -> PipelineSpec:
     :class:`PipelineSpec`: decoded, validated with Numaflow's rules, checked against what
     flowspark supports. ``origin`` (a file name) prefixes errors about the whole document.
 
-    >>> parse_spec({"apiVersion": API_VERSION, "kind": "MonoVertex"}, "mvtx.yaml")
+    >>> parse_spec({"apiVersion": API_VERSION, "kind": "Vertex"}, "v.yaml")
     Traceback (most recent call last):
     ...
-    flowspark.pipeline.errors.PipelineSpecError: mvtx.yaml: kind 'MonoVertex' is not supported: flowspark loads only kind Pipeline (apiVersion numaflow.numaproj.io/v1alpha1)
+    flowspark.pipeline.errors.PipelineSpecError: v.yaml: kind 'Vertex' is not supported: flowspark loads kinds Pipeline and MonoVertex (apiVersion numaflow.numaproj.io/v1alpha1)
     """  # noqa: E501
     if not isinstance(obj, dict):
         raise PipelineSpecError(
@@ -103,16 +104,22 @@ def parse_spec(obj: dict[str, Any], origin: str = "pipeline") -> PipelineSpec:
             f"{origin}: apiVersion {api_version!r} is not supported: flowspark loads "
             f"Numaflow Pipelines ({API_VERSION})"
         )
-    if kind != "Pipeline":
+    if kind not in ("Pipeline", "MonoVertex"):
         raise PipelineSpecError(
-            f"{origin}: kind {kind!r} is not supported: flowspark loads only kind Pipeline "
-            f"(apiVersion {API_VERSION})"
+            f"{origin}: kind {kind!r} is not supported: flowspark loads kinds Pipeline and "
+            f"MonoVertex (apiVersion {API_VERSION})"
         )
     decoder = Decoder(origin)
-    doc = decoder.decode(obj, PIPELINE, "")
-    validate(doc)
+    if kind == "MonoVertex":
+        doc = decoder.decode(obj, MONO_VERTEX, "")
+        validate_mono_vertex(doc)
+    else:
+        doc = decoder.decode(obj, PIPELINE, "")
+        validate(doc)
     if decoder.unsupported:
         raise PipelineSpecError(decoder.unsupported[0])
+    if kind == "MonoVertex":
+        return typed_mono_vertex(doc, tuple(decoder.ignored))
     return typed_spec(doc, tuple(decoder.ignored))
 
 

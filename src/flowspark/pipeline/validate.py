@@ -21,7 +21,15 @@ from typing import Any
 
 from flowspark.pipeline.errors import PipelineSpecError
 
-__all__ = ["DEFAULT_BACKOFF_INTERVAL", "dig", "go_quote", "image_of", "is_ordered", "validate"]
+__all__ = [
+    "DEFAULT_BACKOFF_INTERVAL",
+    "dig",
+    "go_quote",
+    "image_of",
+    "is_ordered",
+    "validate",
+    "validate_mono_vertex",
+]
 
 
 _DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
@@ -623,3 +631,61 @@ def validate(doc: dict[str, Any]) -> None:
         message = rule(checked)
         if message is not None:
             raise PipelineSpecError(message)
+
+
+def _mono_vertex_error(doc: dict[str, Any]) -> str | None:
+    """``ValidateMonoVertex`` (``pkg/reconciler/validator/mvtx_validate.go``), in its order."""
+    name = dig(doc, "metadata", "name") or ""
+    errors = _dns1035(name)
+    if errors:
+        return f"invalid mvtx name {go_quote(name)}, {errors}"
+    spec = doc.get("spec", {})
+    source, sink, udf = spec.get("source"), spec.get("sink"), spec.get("udf")
+    if source is None:
+        return "source is not defined"
+    if "serving" in source:
+        return "serving source is not supported with Monovertex yet"
+    if message := _source_error(source):
+        return f"invalid source: {message}"
+    if sink is None:
+        return "sink is not defined"
+    if message := _sink_error(sink):
+        return f"invalid sink: {message}"
+    if message := _reserved_mono_error(spec.get("initContainers", []), "init container"):
+        return message
+    if udf is not None:
+        if "groupBy" in udf:
+            return "invalid udf: groupBy/reduce is not supported in monovertex"
+        if message := _udf_error(udf):
+            return f"invalid udf: {message}"
+    if message := _reserved_mono_error(spec.get("sidecars", []), "sidecar container"):
+        return message
+    if message := _max_unavailable_error(
+        dig(spec, "updateStrategy", "rollingUpdate", "maxUnavailable")
+    ):
+        return f"invalid maxUnavailable: {message}"
+    if message := _cron_scaling_error(spec.get("scale", {})):
+        return f"invalid scale.cron: {message}"
+    return None
+
+
+def _reserved_mono_error(containers: list[dict[str, Any]], what: str) -> str | None:
+    """A MonoVertex's init container or sidecar named as one of Numaflow's own."""
+    for container in containers:
+        if container.get("name", "") in _RESERVED_CONTAINERS:
+            quoted = go_quote(container["name"])
+            return f"invalid {what} name: {quoted} is reserved for containers created by numaflow"
+    return None
+
+
+def validate_mono_vertex(doc: dict[str, Any]) -> None:
+    """Raise Numaflow's error for the decoded MonoVertex ``doc``, if it has one.
+
+    >>> validate_mono_vertex({"metadata": {"name": "mv"}, "spec": {"source": {}}})
+    Traceback (most recent call last):
+    ...
+    flowspark.pipeline.errors.PipelineSpecError: sink is not defined
+    """
+    message = _mono_vertex_error(doc)
+    if message is not None:
+        raise PipelineSpecError(message)
