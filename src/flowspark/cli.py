@@ -320,10 +320,16 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="enable Spark's web UI and print its address on stderr at start",
     )
-    numaflow = p.add_argument_group("Numaflow pipelines (IMPORT_STR is a .yaml file)")
+    numaflow = p.add_argument_group(
+        "Numaflow pipelines and MonoVertex (IMPORT_STR is a .yaml file)"
+    )
     add_pipeline_options(
         numaflow,
-        udf_help="the pynumaflow UDF script that runs VERTEX's container (repeatable)",
+        udf_help=(
+            "the pynumaflow UDF script that runs VERTEX's container (repeatable; in a "
+            "MonoVertex VERTEX is the field: udsource, transformer, udf, udsink, "
+            "fallback, onSuccess)"
+        ),
         secret_help="a Kubernetes secret's value, e.g. an HTTP source's auth token (repeatable)",
     )
     numaflow.add_argument(
