@@ -127,7 +127,67 @@ class SoakRecorder:
 # -- the children ---------------------------------------------------------------------
 
 
-def _flowspark_child(n: int, rate: int, keys: int, interval: float) -> dict[str, Any]:
+WINDOW_S = 1  # --flow window021: tumbling windows of this many seconds of event time
+# ... and its clock's wait: an event's time is when it was due, and a batch of events
+# is read up to a second after the first was due; a shorter wait makes some late.
+WAIT_S = 2
+
+
+def _window021_flow(prefix: str, n: int, rate: int, keys: int, recorder: SoakRecorder) -> Any:
+    """``--flow window021``: bytewax 0.21 code that both systems run, only the import
+    ``prefix`` (``bytewax`` or ``flowspark``) differing. Events keyed over ``keys`` keys
+    are collected into 1 s tumbling windows of their due time (an ``EventClock``
+    waiting 2 s); each closed window's events are recorded when written, so the
+    latency is write time - due time, the window's length and wait included (3 s at
+    the least). A late event is never written: the run then reports it lost."""
+    import importlib
+    from datetime import UTC, datetime, timedelta
+
+    import jobs
+
+    op = importlib.import_module(f"{prefix}.operators")
+    win = importlib.import_module(f"{prefix}.operators.windowing")
+    inputs = importlib.import_module(f"{prefix}.inputs")
+    outputs = importlib.import_module(f"{prefix}.outputs")
+    dataflow = importlib.import_module(f"{prefix}.dataflow")
+
+    class Paced(inputs.StatelessSourcePartition):
+        def __init__(self) -> None:
+            self.pacer = jobs.LatencyPacer(n, rate, time.time())
+
+        def next_batch(self) -> list[Any]:
+            return self.pacer.emit(time.time())
+
+        def next_awake(self) -> datetime | None:
+            due = self.pacer.next_due()
+            return None if due is None else datetime.fromtimestamp(due, UTC)
+
+    class Source(inputs.DynamicSource):
+        def build(self, step_id: str, worker_index: int, worker_count: int) -> Paced:
+            return Paced()
+
+    class Part(outputs.StatelessSinkPartition):
+        def write_batch(self, items: list[Any]) -> None:
+            now = time.time()
+            recorder.record([(e[0], e[1]) for _k, (_w, events) in items for e in events], now)
+
+    class Sink(outputs.DynamicSink):
+        def build(self, step_id: str, worker_index: int, worker_count: int) -> Part:
+            return Part()
+
+    flow = dataflow.Dataflow("soak_window")
+    events = op.input("inp", flow, Source())
+    keyed = op.key_on("key", events, lambda e: f"k{e[0] % keys}")
+    clock = win.EventClock(
+        lambda e: datetime.fromtimestamp(e[1], UTC),
+        wait_for_system_duration=timedelta(seconds=WAIT_S),
+    )
+    windower = win.TumblingWindower(timedelta(seconds=WINDOW_S), datetime(2024, 1, 1, tzinfo=UTC))
+    op.output("out", win.collect_window("collect", keyed, clock, windower).down, Sink())
+    return flow
+
+
+def _flowspark_child(n: int, rate: int, keys: int, interval: float, kind: str) -> dict[str, Any]:
     from datetime import UTC, datetime, timedelta
 
     import cloudpickle
@@ -166,6 +226,13 @@ def _flowspark_child(n: int, rate: int, keys: int, interval: float) -> dict[str,
             recorder.figures = dict(progress.handlers.get("forward", {}))
             recorder.figures.pop("outbound_watermark_ms", None)
 
+    if kind == "window021":
+        try:
+            flow = _window021_flow("flowspark", n, rate, keys, recorder)
+            run_flow(flow, RunConfig(bounded=False, recovery_dir=recovery_dir))
+            return recorder.finish()
+        finally:
+            shutil.rmtree(recovery_dir, ignore_errors=True)
     params = jobs.LatencyParams(n, rate, "keyed")
     flow = Dataflow()
     flow.input("inp", flowspark_jobs._paced_input(params)).to_datums(
@@ -183,7 +250,7 @@ def _flowspark_child(n: int, rate: int, keys: int, interval: float) -> dict[str,
         shutil.rmtree(recovery_dir, ignore_errors=True)
 
 
-def _bytewax_child(n: int, rate: int, keys: int, interval: float) -> dict[str, Any]:
+def _bytewax_child(n: int, rate: int, keys: int, interval: float, kind: str) -> dict[str, Any]:
     from datetime import timedelta
 
     import bytewax.operators as op
@@ -209,10 +276,13 @@ def _bytewax_child(n: int, rate: int, keys: int, interval: float) -> dict[str, A
         count = (count or 0) + 1
         return count, (count, event)
 
-    flow = Dataflow("soak")
-    events = op.input("inp", flow, _PacedSource(n, rate))
-    keyed = op.key_on("key", events, lambda e: f"k{e[0] % keys}")
-    op.output("out", op.stateful_map("forward", keyed, forward), _Sink())
+    if kind == "window021":
+        flow = _window021_flow("bytewax", n, rate, keys, recorder)
+    else:
+        flow = Dataflow("soak")
+        events = op.input("inp", flow, _PacedSource(n, rate))
+        keyed = op.key_on("key", events, lambda e: f"k{e[0] % keys}")
+        op.output("out", op.stateful_map("forward", keyed, forward), _Sink())
     try:
         init_db_dir(Path(db_dir), 1)
         recovery = RecoveryConfig(Path(db_dir))
@@ -224,11 +294,11 @@ def _bytewax_child(n: int, rate: int, keys: int, interval: float) -> dict[str, A
 
 def child_main(argv: list[str]) -> int:
     system, n, rate, keys = argv[0], int(argv[1]), int(argv[2]), int(argv[3])
-    interval = float(argv[4])
+    interval, kind = float(argv[4]), argv[5]
     sys.path.insert(0, str(BENCH_DIR))
     sys.path.insert(1, str(BENCH_DIR.parent / "src"))
     run = _flowspark_child if system == "flowspark" else _bytewax_child
-    print(LINE_PREFIX + json.dumps(run(n, rate, keys, interval)), flush=True)
+    print(LINE_PREFIX + json.dumps(run(n, rate, keys, interval, kind)), flush=True)
     return 0
 
 
@@ -281,8 +351,8 @@ def run_system(system: str, args: argparse.Namespace) -> int:
     n = round(args.rate * args.duration)
     cmd, env = child_command(system, "latency", n)
     cmd = [cmd[0], str(BENCH_DIR / "soak.py"), "--child", system, str(n), str(args.rate),
-           str(args.keys), str(args.interval)]  # fmt: skip
-    jobs.log(f"soak {system}: {n} events at {args.rate}/s over {args.keys} keys")
+           str(args.keys), str(args.interval), args.flow]  # fmt: skip
+    jobs.log(f"soak {system} ({args.flow}): {n} events at {args.rate}/s over {args.keys} keys")
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True)
     root = rss.psutil.Process(proc.pid) if rss.available() else None
     lines: list[dict[str, Any]] = []
@@ -299,10 +369,11 @@ def run_system(system: str, args: argparse.Namespace) -> int:
         if root is not None:
             record["rss_mb"] = round(rss.tree_rss(root) / rss.MB, 1)
         lines.append(record)
-        print(json.dumps({"job": "soak", "system": system, **record}), flush=True)
+        line = {"job": "soak", "flow": args.flow, "system": system, **record}
+        print(json.dumps(line), flush=True)
     proc.wait()
     summary = summarize(system, lines, final)
-    print(json.dumps({"job": "soak", **summary}), flush=True)
+    print(json.dumps({"job": "soak", "flow": args.flow, **summary}), flush=True)
     return 0 if summary.get("ok") else 1
 
 
@@ -315,6 +386,13 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--keys", type=int, default=100, help="always-busy keys (100)")
     ap.add_argument("--duration", type=float, default=1800.0, help="seconds (1800)")
     ap.add_argument("--interval", type=float, default=60.0, help="seconds per line (60)")
+    ap.add_argument(
+        "--flow",
+        choices=["accumulate", "window021"],
+        default="accumulate",
+        help="accumulate: flowspark's accumulator against bytewax's stateful_map (default); "
+        "window021: the same bytewax 0.21 windowing code on both (1 s collect_window)",
+    )
     args = ap.parse_args(argv)
     systems = ["flowspark", "bytewax"] if args.system == "all" else [args.system]
     return max(run_system(system, args) for system in systems)
