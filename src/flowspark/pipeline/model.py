@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Literal
 
+from flowspark.api.udf.checks import tags_match
 from flowspark.shared.retry import RetryFields
 
 __all__ = [
@@ -232,6 +233,10 @@ class TagCondition:
 
     tags: tuple[str, ...]
     operator: str = "or"
+    _wanted: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_wanted", frozenset(self.tags))
 
     def holds(self, tags: Sequence[str]) -> bool:
         """Whether a message with ``tags`` meets the condition (no ``tags`` in the
@@ -241,15 +246,7 @@ class TagCondition:
         >>> cond.holds(["c"]), cond.holds(["b"]), TagCondition(()).holds([])
         (True, False, True)
         """
-        if not self.tags:
-            return True
-        if self.operator == "and":
-            return all(tag in tags for tag in self.tags)
-        if self.operator == "or":
-            return any(tag in tags for tag in self.tags)
-        if self.operator == "not":
-            return not any(tag in tags for tag in self.tags)
-        return False
+        return tags_match(self._wanted, self.operator, tags)
 
 
 @dataclass(frozen=True)

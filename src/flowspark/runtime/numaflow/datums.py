@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from flowspark.api.udf.checks import check_route
+from flowspark.api.udf.checks import check_route, tags_match
 from flowspark.api.udf.types import DROP, Datum
 from flowspark.runtime.numaflow.batch_map import BatchMapRunner
 from flowspark.runtime.numaflow.convert import DatumMaker, step_datum, step_datums
@@ -67,11 +67,7 @@ class TagRoute:
         tags = getattr(datum, "tags", None) or ()
         if DROP in tags:
             return False
-        if self.operator == "or":
-            return not self.tags.isdisjoint(tags)
-        if self.operator == "and":
-            return self.tags.issubset(tags)
-        return self.tags.isdisjoint(tags)
+        return tags_match(self.tags, self.operator, tags)
 
 
 def _keys_of(datum: Datum) -> list[str]:
