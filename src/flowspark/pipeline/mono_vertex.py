@@ -97,13 +97,13 @@ def _bypass(raw: dict[str, Any] | None, spec: dict[str, Any]) -> Bypass | None:
     if not raw:
         return None
     conditions: dict[str, TagCondition | None] = {}
-    for field, sink in (("sink", "sink"), ("fallback", "fallback"), ("onSuccess", "onSuccess")):
+    for field in ("sink", "fallback", "onSuccess"):
         if field not in raw:
             conditions[field] = None
             continue
         path = f"spec.bypass.{field}"
-        if sink != "sink" and dig(spec, "sink", sink) is None:
-            raise PipelineSpecError(f"{path}: bypasses to spec.sink.{sink}, which is not given")
+        if field != "sink" and dig(spec, "sink", field) is None:
+            raise PipelineSpecError(f"{path}: bypasses to spec.sink.{field}, which is not given")
         tags = dig(raw, field, "tags") or {}
         operator = tags.get("operator", "or")
         if operator not in _OPERATORS:
