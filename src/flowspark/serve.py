@@ -41,10 +41,10 @@ from flowspark.api.udf import sink as _sink
 from flowspark.api.udf import transform as _transform
 from flowspark.api.udf.servers import (
     MAX_MESSAGE_SIZE,
-    MAX_NUM_THREADS,
     NUM_THREADS_DEFAULT,
     NumaflowServer,
     handler_factory,
+    set_server_options,
     start_or_capture,
 )
 from flowspark.api.udf.sink import Datum as SinkDatum
@@ -494,10 +494,7 @@ class SourceAsyncServer(SourcerInput):
     ) -> None:
         super().__init__(sourcer_instance)
         self.sourcer_instance = sourcer_instance
-        self.sock_path = f"unix://{sock_path}"
-        self.max_threads = min(max_threads, MAX_NUM_THREADS)
-        self.max_message_size = max_message_size
-        self.server_info_file = server_info_file
+        set_server_options(self, sock_path, max_message_size, max_threads, server_info_file)
         self.shutdown_callback = shutdown_callback
 
     def start(self) -> None:

@@ -37,6 +37,7 @@ from flowspark.api.udf.handlers import (
 
 __all__ = [
     "capturing_servers",
+    "set_server_options",
     "start_or_capture",
     "NumaflowServer",
     "handler_factory",
@@ -184,6 +185,20 @@ def handler_factory(
     return _SharedHandler(handler_callable(server_or_handler, base))
 
 
+def set_server_options(
+    server: Any, sock_path: str, max_message_size: int, max_threads: int, server_info_file: str
+) -> None:
+    """pynumaflow's settings attributes of a server, as its servers set them."""
+    server.sock_path = f"unix://{sock_path}"
+    server.max_message_size = max_message_size
+    server.max_threads = min(max_threads, MAX_NUM_THREADS)
+    server.server_info_file = server_info_file
+    server._server_options = [
+        ("grpc.max_send_message_length", max_message_size),
+        ("grpc.max_receive_message_length", max_message_size),
+    ]
+
+
 class NumaflowServer:
     """What all servers share: the UDF kind, its handler factory and pynumaflow's
     settings attributes (see :mod:`flowspark.serve` for the servers)."""
@@ -191,18 +206,13 @@ class NumaflowServer:
     kind: ClassVar[str]
     make_handler: Callable[[], Callable[..., Any]]
     """Zero-argument callable producing the handler for one key."""
+    _server_options: list[tuple[str, int]]
+    """gRPC options, as pynumaflow's servers keep them (:func:`set_server_options`)."""
 
     def _set_options(
         self, sock_path: str, max_message_size: int, max_threads: int, server_info_file: str
     ) -> None:
-        self.sock_path = f"unix://{sock_path}"
-        self.max_message_size = max_message_size
-        self.max_threads = min(max_threads, MAX_NUM_THREADS)
-        self.server_info_file = server_info_file
-        self._server_options = [
-            ("grpc.max_send_message_length", self.max_message_size),
-            ("grpc.max_receive_message_length", self.max_message_size),
-        ]
+        set_server_options(self, sock_path, max_message_size, max_threads, server_info_file)
 
     def _one_handler(self, handler: Any, resolve: Callable[[Any], Callable[..., Any]]) -> None:
         """Take one handler (``.handler``) for every datum: ``resolve(handler)`` checks it
