@@ -251,3 +251,20 @@ def test_a_pipelines_transformer_and_fallback_sink_take_handlers_of_their_own():
     handlers.pop("in.transformer")
     with pytest.raises(PipelineSpecError, match="--udf in.transformer=path/to/udf.py"):
         load(PIPELINE_WITH_EVERY_HANDLER, udfs=handlers)
+
+
+def test_an_annotation_names_a_handler_by_its_field_too():
+    yaml = f"""\
+apiVersion: numaflow.numaproj.io/v1alpha1
+kind: MonoVertex
+metadata:
+  name: ann
+  annotations:
+    flowspark.io/udf.udsink: {UDFS / "print_sink.py"}
+spec:
+  source: {{generator: {{rpu: 5, duration: 1s}}}}
+  sink: {{udsink: {{container: {{image: my-sink}}}}}}
+"""
+    flow = load(yaml)
+    (out,) = [s for s in flow.steps if s.kind == "output"]
+    assert (out.step_id, type(out.args["output"]).__name__) == ("sink", "UdSinkOutput")

@@ -175,12 +175,8 @@ def _mono_vertex_names(
             f"--udf names no part of MonoVertex {spec.name!r}: {', '.join(unknown)}; give "
             f"one of {', '.join(names)}"
         )
-    annotations = {
-        (ANNOTATION_PREFIX + names[key[len(ANNOTATION_PREFIX) :]])
-        if key.startswith(ANNOTATION_PREFIX) and key[len(ANNOTATION_PREFIX) :] in names
-        else key: value
-        for key, value in spec.annotations.items()
-    }
+    renamed_keys = {ANNOTATION_PREFIX + k: ANNOTATION_PREFIX + v for k, v in names.items()}
+    annotations = {renamed_keys.get(key, key): value for key, value in spec.annotations.items()}
     renamed = {names[key]: handler for key, handler in udfs.items()}
     return dataclasses.replace(spec, annotations=annotations), renamed
 
