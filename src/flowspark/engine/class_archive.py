@@ -6,11 +6,13 @@ write the classes a run loaded to a *dynamic archive* when that JVM exits
 (``-XX:ArchiveClassesAtExit``) and map it at the next start
 (``-XX:SharedArchiveFile``). :func:`build` runs one small streamed, keyed flow
 in a child process with the first flag and keeps the file; :func:`driver_flags`
-gives every later driver the second. An archive is made for one Java, one
-pyspark and one set of JVM flags (:func:`archive_path` names it by all three), so
-a new Java or pyspark simply builds another. A JVM that cannot use the archive
-(another Java, a changed jar) starts as it would without one: the flags ask for
-sharing when possible (``-Xshare:auto``) and silence the JVM's CDS messages.
+gives every later driver the second. An archive is made for one Java, one pyspark
+(its jars as the JVM checks them: names, sizes and times) and one set of JVM flags
+(:func:`archive_path` names it by all three), so a new Java, pyspark or jar simply
+builds another. A new archive is kept only once a driver started with it has mapped
+it (:func:`probe`). A JVM that still cannot use it starts as it would without one:
+the flags ask for sharing when possible (``-Xshare:auto``) and silence the JVM's
+CDS messages.
 
 ``$FLOWSPARK_CLASS_ARCHIVE=0`` turns it off; the archives live in
 ``$XDG_CACHE_HOME/flowspark/class-archives`` (``~/.cache`` by default).
@@ -26,16 +28,28 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from flowspark.engine.java import find_java_home
 from flowspark.engine.jvm_flags import JVM_FLAGS
 
-__all__ = ["ARCHIVE_ENV", "archive_path", "build", "driver_flags", "driver_flags_for"]
+__all__ = [
+    "ARCHIVE_ENV",
+    "Probe",
+    "archive_path",
+    "build",
+    "driver_flags",
+    "driver_flags_for",
+    "probe",
+    "read_probe_log",
+]
 
 ARCHIVE_ENV = "FLOWSPARK_CLASS_ARCHIVE"
 """``0``: no archive is used or built."""
@@ -55,12 +69,15 @@ def _cache_dir() -> Path:
 
 
 def _pyspark_fingerprint() -> str:
-    """pyspark's version and its jars (where, names and sizes): the JVM's classpath,
-    which an archive must match (another virtualenv's copy of the same jars does not)."""
+    """pyspark's version and its jars (where, names, sizes and times): the JVM's
+    classpath, which an archive must match. The JVM checks each jar's size and time
+    and maps nothing if one differs (another virtualenv's copy of the same jars, a
+    reinstall), so a changed jar means another archive."""
     import pyspark  # noqa: PLC0415 pyspark: only when a JVM is about to start
 
     jars = Path(pyspark.__file__).resolve().parent / "jars"
-    listing = sorted(f"{p.name}:{p.stat().st_size}" for p in jars.glob("*.jar"))
+    stats = ((p.name, p.stat()) for p in jars.glob("*.jar"))
+    listing = sorted(f"{name}:{st.st_size}:{int(st.st_mtime)}" for name, st in stats)
     return f"{pyspark.__version__}|{jars}|{len(listing)}|{'|'.join(listing)}"
 
 
@@ -118,19 +135,86 @@ session.stop_session(wait_for_jvm=True)
 """
 
 
-def build(timeout_s: float = 300.0) -> Path | None:
-    """Build this setup's archive if it is missing; its path, or ``None`` when this
-    Java cannot make one (or archives are off). Safe to run from several processes:
-    each writes its own file and the first finished one is kept."""
-    if not enabled():
-        return None
-    path = archive_path(find_java_home(), JVM_FLAGS)
-    if path.is_file():
-        return path
-    path.parent.mkdir(parents=True, exist_ok=True)
+# A driver that starts and stops, its JVM logging where each class came from and what
+# it made of the archive (the flags go last, after the ones that silence it).
+_PROBE = """
+from flowspark.engine.session import get_session, stop_session
+get_session("local[1]")
+stop_session(wait_for_jvm=True)
+"""
+_PROBE_LOG = "-Xlog:class+load=info,cds=info,cds+dynamic=info,class+path=info:file={log}"
+_CLASS_LOAD = re.compile(r"\[class,load *\]")  # padded when other tags share the file
+_REASON_WORDS = ("mismatch", "fail", "error", "disabl", "unable", "not ", "invalid")
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What one driver's JVM loaded: ``from_archive`` of ``loaded`` classes came from
+    the dynamic archive; ``reasons``: the JVM's CDS lines that say why it did not map.
+
+    >>> Probe(from_archive=12000, loaded=17000, reasons=()).mapped
+    True
+    """
+
+    from_archive: int
+    loaded: int
+    reasons: tuple[str, ...]
+
+    @property
+    def mapped(self) -> bool:
+        """Most of what the driver loaded came from the archive."""
+        return self.from_archive > self.loaded // 2
+
+
+def read_probe_log(lines: Sequence[str]) -> Probe:
+    """A :class:`Probe` from a JVM's ``class+load`` and ``cds`` log lines.
+
+    >>> read_probe_log([
+    ...     "[0.1s][info][class,load] A source: shared objects file (top)",
+    ...     "[0.1s][info][class,load ] B source: jrt:/java.base",
+    ...     "[0.0s][info][cds] shared class paths mismatch",
+    ... ])
+    Probe(from_archive=1, loaded=2, reasons=('[0.0s][info][cds] shared class paths mismatch',))
+    """
+    loads = [line for line in lines if _CLASS_LOAD.search(line)]
+    reasons = tuple(
+        line
+        for line in lines
+        if not _CLASS_LOAD.search(line)
+        and "optimized module handling" not in line  # said on every start
+        and "full module graph" not in line
+        and any(w in line.lower() for w in _REASON_WORDS)
+    )
+    from_archive = sum("source: shared objects file (top)" in line for line in loads)
+    return Probe(from_archive=from_archive, loaded=len(loads), reasons=reasons)
+
+
+def probe(timeout_s: float = 300.0) -> Probe:
+    """Start and stop one driver (in a child process) with this setup's archive, and
+    tell how much of it the JVM mapped. A driver that does not start (a damaged
+    archive can crash the JVM) maps nothing; the end of its output is the reason."""
+    with tempfile.TemporaryDirectory(prefix="flowspark-cds-") as tmp:
+        log = Path(tmp) / "jvm.log"
+        own = os.environ.get("FLOWSPARK_JAVA_OPTS", "")
+        env = {**os.environ, "FLOWSPARK_JAVA_OPTS": f"{own} {_PROBE_LOG.format(log=log)}"}
+        done = subprocess.run(
+            [sys.executable, "-c", _PROBE],
+            env=env,
+            timeout=timeout_s,
+            check=False,
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            said = [line for line in done.stderr.splitlines() if line.strip()]
+            return Probe(from_archive=0, loaded=0, reasons=tuple(said[-20:]))
+        return read_probe_log(log.read_text(errors="replace").splitlines())
+
+
+def _dump(path: Path, timeout_s: float) -> bool:
+    """Run the child that writes the archive to ``path``; whether it wrote one."""
     partial = path.with_name(f"{path.stem}.{os.getpid()}.partial")
     env = {**os.environ, ARCHIVE_ENV: "0", "FLOWSPARK_MASTER": "local[2]"}
-    started = time.monotonic()
     subprocess.run(
         [sys.executable, "-c", _CHILD, str(partial)],
         env=env,
@@ -140,16 +224,51 @@ def build(timeout_s: float = 300.0) -> Path | None:
     )
     if not partial.is_file() or partial.stat().st_size == 0:
         partial.unlink(missing_ok=True)
-        return None  # e.g. a Java without a base archive: it writes nothing
+        return False  # e.g. a Java without a base archive: it writes nothing
     os.replace(partial, path)
-    print(
-        f"flowspark: class archive {path} ({path.stat().st_size >> 20} MB) "
-        f"built in {time.monotonic() - started:.0f} s",
-        file=sys.stderr,
-    )
-    return path
+    return True
+
+
+def build(timeout_s: float = 300.0, attempts: int = 2) -> Path | None:
+    """Build this setup's archive if it is missing; its path, or ``None`` when this
+    Java cannot make one that it maps (or archives are off). Safe to run from several
+    processes: each writes its own file and the first finished one is kept.
+
+    A new archive is kept only once a driver has started with it and mapped it;
+    one that does not map is built again (``attempts`` in all), then given up with
+    the JVM's reasons on stderr: drivers then start without one."""
+    if not enabled():
+        return None
+    path = archive_path(find_java_home(), JVM_FLAGS)
+    if path.is_file():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for attempt in range(1, attempts + 1):
+        started = time.monotonic()
+        if not _dump(path, timeout_s):
+            return None
+        took = time.monotonic() - started
+        checked = probe(timeout_s)
+        size = path.stat().st_size >> 20
+        if checked.mapped:
+            print(
+                f"flowspark: class archive {path} ({size} MB) built in {took:.0f} s; a "
+                f"driver mapped {checked.from_archive} of its {checked.loaded} classes",
+                file=sys.stderr,
+            )
+            return path
+        path.unlink(missing_ok=True)
+        print(
+            f"flowspark: class archive {path} ({size} MB, attempt {attempt} of "
+            f"{attempts}) was not mapped by a driver ({checked.from_archive} of "
+            f"{checked.loaded} classes); the JVM said:",
+            *(f"  {line}" for line in checked.reasons[:20] or ["nothing"]),
+            sep="\n",
+            file=sys.stderr,
+        )
+    return None
 
 
 if __name__ == "__main__":  # python -m flowspark.engine.class_archive
     if build() is None and enabled():
-        print("flowspark: this Java makes no class archive", file=sys.stderr)
+        print("flowspark: no class archive; drivers start without one", file=sys.stderr)
