@@ -3,6 +3,8 @@ Building one starts a JVM: tests/spark/test_class_archive.py."""
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -80,3 +82,45 @@ def test_the_classpath_s_folder_is_part_of_the_key() -> None:
 
     jars = Path(pyspark.__file__).resolve().parent / "jars"
     assert f"|{jars}|" in class_archive._pyspark_fingerprint()
+
+
+def test_a_jar_with_another_time_means_another_archive(
+    java_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The JVM maps nothing of an archive when a jar's size or time differs from when
+    # it was built (a reinstall at the same path), so the name must change with them.
+    import pyspark  # noqa: PLC0415 only its __file__, patched below
+
+    jars = tmp_path / "pyspark" / "jars"
+    jars.mkdir(parents=True)
+    jar = jars / "spark-core.jar"
+    jar.write_bytes(b"jar")
+    os.utime(jar, (1_700_000_000, 1_700_000_000))
+    monkeypatch.setattr(pyspark, "__file__", str(tmp_path / "pyspark" / "__init__.py"))
+    flags = ("-XX:TieredStopAtLevel=1",)
+    before = archive_path(str(java_home), flags)
+    assert archive_path(str(java_home), flags) == before
+    os.utime(jar, (1_700_000_100, 1_700_000_100))  # reinstalled: same name, same size
+    assert archive_path(str(java_home), flags) != before
+
+
+def test_building_an_archive_prunes_the_ones_built_long_ago(tmp_path: Path) -> None:
+    folder = tmp_path / "class-archives"
+    folder.mkdir()
+    kept, recent, old, old_partial = (
+        folder / name
+        for name in ("driver-a.jsa", "driver-b.jsa", "driver-c.jsa", "driver-d.123.partial")
+    )
+    for path in (kept, recent, old, old_partial):
+        path.write_bytes(b"x")
+    long_ago = time.time() - (class_archive.KEEP_DAYS + 1) * 86400
+    for path in (kept, old, old_partial):
+        os.utime(path, (long_ago, long_ago))
+    other = folder / "notes.txt"  # not an archive: left alone whatever its age
+    other.write_text("x")
+    os.utime(other, (long_ago, long_ago))
+
+    removed = class_archive.prune(kept)
+
+    assert sorted(removed) == sorted([old, old_partial])
+    assert kept.exists() and recent.exists() and other.exists()

@@ -15,7 +15,8 @@ the flags ask for sharing when possible (``-Xshare:auto``) and silence the JVM's
 CDS messages.
 
 ``$FLOWSPARK_CLASS_ARCHIVE=0`` turns it off; the archives live in
-``$XDG_CACHE_HOME/flowspark/class-archives`` (``~/.cache`` by default).
+``$XDG_CACHE_HOME/flowspark/class-archives`` (``~/.cache`` by default), and building
+one removes those built more than :data:`KEEP_DAYS` days ago (:func:`prune`).
 
 >>> flags = driver_flags_for(Path("/tmp/none.jsa"), exists=True)
 >>> flags[0]
@@ -48,11 +49,16 @@ __all__ = [
     "driver_flags",
     "driver_flags_for",
     "probe",
+    "prune",
     "read_probe_log",
 ]
 
 ARCHIVE_ENV = "FLOWSPARK_CLASS_ARCHIVE"
 """``0``: no archive is used or built."""
+
+KEEP_DAYS = 30
+"""Archives built longer ago than this are removed when another is built (one still in
+use is simply built again, ~35 s, by its next ``python -m flowspark.engine.class_archive``)."""
 
 QUIET = ("-Xshare:auto", "-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 """Share when the archive fits this JVM, and say nothing either way."""
@@ -229,6 +235,22 @@ def _dump(path: Path, timeout_s: float) -> bool:
     return True
 
 
+def prune(keep: Path, days: float = KEEP_DAYS) -> list[Path]:
+    """Remove the archives (and leftover partial files) beside ``keep`` built more than
+    ``days`` days ago; ``keep`` stays whatever its age. Returns what was removed. A
+    running driver that maps a removed file keeps its mapping."""
+    cutoff = time.time() - days * 86400
+    removed = []
+    for path in [*keep.parent.glob("driver-*.jsa"), *keep.parent.glob("driver-*.partial")]:
+        try:
+            if path != keep and path.stat().st_mtime < cutoff:
+                path.unlink()
+                removed.append(path)
+        except OSError:
+            continue  # gone already, or not ours to remove
+    return removed
+
+
 def build(timeout_s: float = 300.0, attempts: int = 2) -> Path | None:
     """Build this setup's archive if it is missing; its path, or ``None`` when this
     Java cannot make one that it maps (or archives are off). Safe to run from several
@@ -256,6 +278,7 @@ def build(timeout_s: float = 300.0, attempts: int = 2) -> Path | None:
                 f"driver mapped {checked.from_archive} of its {checked.loaded} classes",
                 file=sys.stderr,
             )
+            prune(path)
             return path
         path.unlink(missing_ok=True)
         print(
