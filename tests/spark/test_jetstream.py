@@ -400,3 +400,21 @@ def test_a_broker_that_stays_away_fails_the_write_with_one_line_naming_it(tmp_pa
         sink.begin_batch(1, "t")  # the replay of batch 1, with the broker back
         sink.write_batch([b"lost?"])
         assert [d for _, d, _ in read_all(server.url, "AWAY")] == [b"before", b"lost?"]
+
+
+def test_a_connection_opened_while_the_broker_restarts_waits_for_it(tmp_path: Path) -> None:
+    # A run's first connection fails at once with one line; one opened mid-run (a new
+    # planning process, a read task, a sink) waits for a restarting broker instead.
+    import threading
+
+    from flowspark.connectors.jetstream import _Connection
+
+    with NatsServer(tmp_path / "store") as server:
+        servers = (server.url,)
+        server.stop()
+        with pytest.raises(ConnectionError, match="cannot reach the NATS server"):
+            _Connection.to(servers, 1.0)
+        threading.Timer(1.5, server.start).start()
+        conn = _Connection.to(servers, 1.0, retry_for=30.0)
+        assert conn.nc.is_connected
+        conn.run(conn.nc.close(), timeout=10)

@@ -126,7 +126,18 @@ class _Connection:
     _lock = threading.Lock()
 
     @classmethod
-    def to(cls, servers: tuple[str, ...], connect_timeout: float = 5.0) -> _Connection:
+    def to(
+        cls, servers: tuple[str, ...], connect_timeout: float = 5.0, retry_for: float = 0.0
+    ) -> _Connection:
+        """This process's connection, opened if needed. ``retry_for`` 0: a server that
+        is not there fails at once, with one line (a run's start); more: opening is
+        retried that long (mid-run, in a new process, while a broker restarts)."""
+        if retry_for > 0:
+            return _retrying(
+                f"connecting to NATS {', '.join(servers)}",
+                lambda: cls.to(servers, connect_timeout),
+                retry_for,
+            )
         key = (os.getpid(), servers)
         with cls._lock:
             conn = cls._open.get(key)
@@ -289,9 +300,15 @@ class JetStreamInput(SeekableInput):
         self.retry_for = retry_for.total_seconds()
         self.connect_timeout = connect_timeout.total_seconds()
         self._start_seq: int | None = None
+        self._connected = False
 
     def _conn(self) -> _Connection:
-        return _Connection.to(self.servers, self.connect_timeout)
+        # The first connection (the run's pre-flight, before Spark starts) fails at once;
+        # later ones, e.g. in the planning process while the broker restarts, retry.
+        retry_for = self.retry_for if self._connected else 0.0
+        conn = _Connection.to(self.servers, self.connect_timeout, retry_for)
+        self._connected = True
+        return conn
 
     def _info(self) -> Any:
         return _stream_info(self._conn(), self.stream, self.retry_for)
@@ -403,7 +420,7 @@ class _RangeSplit(Split):
         self.hi = hi
 
     def read(self) -> Iterator[list[Any]]:
-        conn = _Connection.to(self.servers, self.connect_timeout)
+        conn = _Connection.to(self.servers, self.connect_timeout, self.retry_for)
         got: list[Any] = []
         deadline = time.monotonic() + self.retry_for
         progress = [self.lo]  # the next sequence to read
@@ -574,7 +591,7 @@ class JetStreamOutput(DynamicOutput):
 class _JetStreamSink(StatelessSink):
     def __init__(self, output: JetStreamOutput) -> None:
         self.output = output
-        self.conn = _Connection.to(output.servers, output.connect_timeout)
+        self.conn = _Connection.to(output.servers, output.connect_timeout, output.retry_for)
         self.batch_id = 0
         self.token = uuid.uuid4().hex[:12]
         self.position = 0
