@@ -6,7 +6,6 @@ for transformWithState's tasks would start its workers cold beside the warmed on
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from flowspark.dataflow import Dataflow
@@ -16,17 +15,9 @@ from flowspark.testing import TestingInput, TestingOutput
 
 
 def _children(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-            found.append(int(entry))
-    return found
+    """The pids ``pid``'s threads started (Linux's ``/proc/PID/task/TID/children``)."""
+    tasks = Path(f"/proc/{pid}/task")
+    return [int(p) for task in tasks.iterdir() for p in (task / "children").read_text().split()]
 
 
 def _cmdline(pid: int) -> str:
