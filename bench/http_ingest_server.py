@@ -55,8 +55,11 @@ def _cpu_seconds(pid: int) -> float:
 def _children(pid: int) -> list[int]:
     children = []
     for task in os.listdir(f"/proc/{pid}/task"):  # any thread may have started one
-        with open(f"/proc/{pid}/task/{task}/children") as f:
-            children += [int(p) for p in f.read().split()]
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                children += [int(p) for p in f.read().split()]
+        except OSError:  # the thread ended after the listing
+            continue
     return children
 
 

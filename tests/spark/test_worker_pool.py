@@ -16,8 +16,13 @@ from flowspark.testing import TestingInput, TestingOutput
 
 def _children(pid: int) -> list[int]:
     """The pids ``pid``'s threads started (Linux's ``/proc/PID/task/TID/children``)."""
-    tasks = Path(f"/proc/{pid}/task")
-    return [int(p) for task in tasks.iterdir() for p in (task / "children").read_text().split()]
+    children: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            children += [int(p) for p in (task / "children").read_text().split()]
+        except OSError:  # the thread ended after the listing
+            continue
+    return children
 
 
 def _cmdline(pid: int) -> str:
