@@ -20,7 +20,7 @@ import itertools
 import typing
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 from flowspark.operators.core import KeyedStream, merge, stateful_batch
 from flowspark.operators.logic import StatefulBatchLogic
@@ -71,43 +71,63 @@ class JoinState:
         return list(itertools.product(*(values or _LONE_NONE for values in self.seen)))
 
 
-class _Join(StatefulBatchLogic[tuple[int, Any], tuple[Any, ...], JoinState]):
+class _JoinLogic:
+    """What the join logics (``join``'s and ``join_window``'s) share: the modes and
+    the values each side has sent (``state``)."""
+
     def __init__(self, insert_mode: str, emit_mode: str, state: JoinState) -> None:
         self.insert_mode, self.emit_mode, self.state = insert_mode, emit_mode, state
 
+    def _insert(self, side: int, value: Any) -> None:
+        """Keep ``value`` for ``side`` as ``insert_mode`` says."""
+        if self.insert_mode == "product":
+            self.state.add_val(side, value)
+        elif self.insert_mode == "last" or not self.state.is_set(side):
+            self.state.set_val(side, value)
+
+    def snapshot(self) -> JoinState:
+        return self.state
+
+
+L = TypeVar("L", bound=_JoinLogic)
+
+
+class _JoinBuilder(Generic[L]):
+    """A join's builder (``builder(resume_state)``): a ``_logic`` on the state resumed
+    or on nothing seen yet."""
+
+    _logic: type[L]
+
+    def __init__(self, side_count: int, insert_mode: str, emit_mode: str) -> None:
+        self.side_count, self.insert_mode, self.emit_mode = side_count, insert_mode, emit_mode
+
+    def __call__(self, resume_state: JoinState | None) -> L:
+        state = resume_state or JoinState.for_side_count(self.side_count)
+        return self._logic(self.insert_mode, self.emit_mode, state)
+
+
+class _Join(_JoinLogic, StatefulBatchLogic[tuple[int, Any], tuple[Any, ...], JoinState]):
     def on_batch(self, values: list[tuple[int, Any]]) -> tuple[Iterable[Any], bool]:
         rows: list[Any] = []
-        state = self.state
         for side, value in values:
-            if self.insert_mode == "product":
-                state.add_val(side, value)
-            elif self.insert_mode == "last" or not state.is_set(side):
-                state.set_val(side, value)
-            if self.emit_mode == "complete" and state.all_set():
-                rows.extend(state.astuples())
-                state = self.state = JoinState.for_side_count(len(state.seen))
+            self._insert(side, value)
+            if self.emit_mode == "complete" and self.state.all_set():
+                rows.extend(self.state.astuples())
+                self.state = JoinState.for_side_count(len(self.state.seen))
             elif self.emit_mode == "running":
-                rows.extend(state.astuples())
-        return rows, not any(state.seen)
+                rows.extend(self.state.astuples())
+        return rows, not any(self.state.seen)
 
     def on_eof(self) -> tuple[Iterable[Any], bool]:
         if self.emit_mode == "final":
             return self.state.astuples(), StatefulBatchLogic.DISCARD
         return (), StatefulBatchLogic.RETAIN
 
-    def snapshot(self) -> JoinState:
-        return self.state
 
-
-class JoinBuilder:
+class JoinBuilder(_JoinBuilder[_Join]):
     """The per-key logic of ``join`` (``builder(resume_state)``)."""
 
-    def __init__(self, side_count: int, insert_mode: str, emit_mode: str) -> None:
-        self.side_count, self.insert_mode, self.emit_mode = side_count, insert_mode, emit_mode
-
-    def __call__(self, resume_state: JoinState | None) -> _Join:
-        state = resume_state or JoinState.for_side_count(self.side_count)
-        return _Join(self.insert_mode, self.emit_mode, state)
+    _logic = _Join
 
 
 @operator

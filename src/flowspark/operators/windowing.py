@@ -50,7 +50,14 @@ from flowspark.api.windowing import (
     WindowMetadata,
 )
 from flowspark.operators.core import KeyedStream
-from flowspark.operators.joins import JoinEmitMode, JoinInsertMode, JoinState, _join_label_merge
+from flowspark.operators.joins import (
+    JoinEmitMode,
+    JoinInsertMode,
+    JoinState,
+    _join_label_merge,
+    _JoinBuilder,
+    _JoinLogic,
+)
 from flowspark.operators.scoping import operator
 from flowspark.operators.shims import _identity, _ReduceFolder
 from flowspark.operators.stateless import key_on
@@ -350,10 +357,7 @@ def min_window(
     return reduce_window("reduce_window", up, clock, windower, functools.partial(min, key=by))
 
 
-class _JoinWindow(WindowLogic[tuple[int, Any], tuple[Any, ...], JoinState]):
-    def __init__(self, insert_mode: str, emit_mode: str, state: JoinState) -> None:
-        self.insert_mode, self.emit_mode, self.state = insert_mode, emit_mode, state
-
+class _JoinWindow(_JoinLogic, WindowLogic[tuple[int, Any], tuple[Any, ...], JoinState]):
     def _check_emit(self) -> list[tuple[Any, ...]]:
         if self.emit_mode == "complete" and self.state.all_set():
             rows = self.state.astuples()
@@ -365,10 +369,7 @@ class _JoinWindow(WindowLogic[tuple[int, Any], tuple[Any, ...], JoinState]):
 
     def on_value(self, value: tuple[int, Any]) -> Iterable[tuple[Any, ...]]:
         side, joined = value
-        if self.insert_mode == "product":
-            self.state.add_val(side, joined)
-        elif self.insert_mode == "last" or not self.state.is_set(side):
-            self.state.set_val(side, joined)
+        self._insert(side, joined)
         return self._check_emit()
 
     def on_merge(self, original: Any) -> Iterable[tuple[Any, ...]]:
@@ -387,19 +388,11 @@ class _JoinWindow(WindowLogic[tuple[int, Any], tuple[Any, ...], JoinState]):
     def on_close(self) -> Iterable[tuple[Any, ...]]:
         return self.state.astuples() if self.emit_mode == "final" else ()
 
-    def snapshot(self) -> JoinState:
-        return self.state
 
-
-class JoinWindowBuilder:
+class JoinWindowBuilder(_JoinBuilder[_JoinWindow]):
     """The window logic of :func:`join_window`."""
 
-    def __init__(self, side_count: int, insert_mode: str, emit_mode: str) -> None:
-        self.side_count, self.insert_mode, self.emit_mode = side_count, insert_mode, emit_mode
-
-    def __call__(self, resume_state: JoinState | None) -> _JoinWindow:
-        state = resume_state or JoinState.for_side_count(self.side_count)
-        return _JoinWindow(self.insert_mode, self.emit_mode, state)
+    _logic = _JoinWindow
 
 
 @dataclass(frozen=True)
