@@ -29,6 +29,13 @@ from abc import ABC, abstractmethod
 from typing import Any, Generic, TypeVar
 from zlib import adler32
 
+from flowspark.api._adapters import (
+    FamilyAdapter,
+    PartAdapter,
+    PartitionedAdapter,
+    StatefulPartAdapter,
+    engine_form,
+)
 from flowspark.api.outputs import (
     DynamicOutput,
     Output,
@@ -127,39 +134,24 @@ class DynamicSink(Sink[X]):
 # -- adapters onto the 0.17 families --------------------------------------------------
 
 
-class _StatefulPart(StatefulSink):
-    def __init__(self, part: StatefulSinkPartition[Any, Any]) -> None:
-        self.part = part
-
+class _StatefulPart(StatefulPartAdapter, StatefulSink):
     def write_batch(self, values: list[Any]) -> None:
         self.part.write_batch(values)
 
-    def snapshot(self) -> Any:
-        return self.part.snapshot()
 
-    def close(self) -> None:
-        self.part.close()
-
-
-class _FixedPartitionedOutput(PartitionedOutput):
+class _FixedPartitionedOutput(PartitionedAdapter, PartitionedOutput):
     """A :class:`FixedPartitionedSink` as the engine's :class:`PartitionedOutput`."""
 
-    def __init__(self, sink: FixedPartitionedSink[Any, Any], step_id: str) -> None:
-        self.sink, self.step_id = sink, step_id
-
-    def list_parts(self) -> list[str]:
-        return list(self.sink.list_parts())
-
     def part_fn(self, item_key: str) -> int:
-        return self.sink.part_fn(item_key)
+        return self.family.part_fn(item_key)
 
     def build_part(self, for_part: str, resume_state: Any | None) -> StatefulSink:
-        return _StatefulPart(self.sink.build_part(self.step_id, for_part, resume_state))
+        return _StatefulPart(self.family.build_part(self.step_id, for_part, resume_state))
 
 
-class _StatelessPart(StatelessSink):
+class _StatelessPart(PartAdapter, StatelessSink):
     def __init__(self, part: StatelessSinkPartition[Any]) -> None:
-        self.part = part
+        super().__init__(part)
         begin = getattr(part, "begin_batch", None)  # flowspark's optional hook
         if begin is not None:
             self.begin_batch = begin
@@ -167,28 +159,22 @@ class _StatelessPart(StatelessSink):
     def write_batch(self, items: list[Any]) -> None:
         self.part.write_batch(items)
 
-    def close(self) -> None:
-        self.part.close()
 
-
-class _DynamicOutput(DynamicOutput):
+class _DynamicOutput(FamilyAdapter, DynamicOutput):
     """A :class:`DynamicSink` as the engine's :class:`DynamicOutput`."""
 
-    def __init__(self, sink: DynamicSink[Any], step_id: str) -> None:
-        self.sink, self.step_id = sink, step_id
-
     def build(self, worker_index: int, worker_count: int) -> StatelessSink:
-        return _StatelessPart(self.sink.build(self.step_id, worker_index, worker_count))
+        return _StatelessPart(self.family.build(self.step_id, worker_index, worker_count))
 
 
 def as_output(sink: Any, step_id: str) -> Output:
     """What the engine writes for ``sink`` at step ``step_id``: a flowspark output as it
     is, a bytewax 0.21 sink through its adapter; anything else is a ``TypeError``."""
-    if isinstance(sink, Output):
-        return sink
-    if isinstance(sink, Sink):
-        return sink.as_flowspark_output(step_id)
-    raise TypeError(
+    return engine_form(
+        sink,
+        Output,
+        Sink,
+        lambda bytewax_sink: bytewax_sink.as_flowspark_output(step_id),
         f"output {step_id!r}: expected a bytewax 0.21 sink (e.g. TestingSink, StdOutSink, "
-        f"a FixedPartitionedSink) or a flowspark Output; got {type(sink).__name__}"
+        "a FixedPartitionedSink) or a flowspark Output",
     )

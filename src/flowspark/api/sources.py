@@ -38,6 +38,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
 
+from flowspark.api._adapters import (
+    FamilyAdapter,
+    PartAdapter,
+    PartitionedAdapter,
+    StatefulPartAdapter,
+    engine_form,
+)
 from flowspark.api.inputs import (
     DynamicInput,
     Input,
@@ -219,9 +226,9 @@ class SimplePollingSource(FixedPartitionedSource[X, Any]):
 # -- adapters onto the 0.17 families --------------------------------------------------
 
 
-class _StatefulPart(StatefulSource):
+class _StatefulPart(StatefulPartAdapter, StatefulSource):
     def __init__(self, part: StatefulSourcePartition[Any, Any]) -> None:
-        self.part = part
+        super().__init__(part)
         self.limit_to = getattr(part, "limit_to", None)  # flowspark's optional hook
 
     def next_batch(self) -> list[Any]:
@@ -230,58 +237,37 @@ class _StatefulPart(StatefulSource):
     def next_awake(self) -> datetime | None:
         return self.part.next_awake()
 
-    def snapshot(self) -> Any:
-        return self.part.snapshot()
 
-    def close(self) -> None:
-        self.part.close()
-
-
-class _FixedPartitionedInput(PartitionedInput):
+class _FixedPartitionedInput(PartitionedAdapter, PartitionedInput):
     """A :class:`FixedPartitionedSource` as the engine's :class:`PartitionedInput`."""
 
-    def __init__(self, source: FixedPartitionedSource[Any, Any], step_id: str) -> None:
-        self.source, self.step_id = source, step_id
-
-    def list_parts(self) -> list[str]:
-        return list(self.source.list_parts())
-
     def build_part(self, for_part: str, resume_state: Any | None) -> StatefulSource:
-        return _StatefulPart(self.source.build_part(self.step_id, for_part, resume_state))
+        return _StatefulPart(self.family.build_part(self.step_id, for_part, resume_state))
 
 
-class _StatelessPart(StatelessSource):
-    def __init__(self, part: StatelessSourcePartition[Any]) -> None:
-        self.part = part
-
+class _StatelessPart(PartAdapter, StatelessSource):
     def next_batch(self) -> list[Any]:
         return list(self.part.next_batch())
 
     def next_awake(self) -> datetime | None:
         return self.part.next_awake()
 
-    def close(self) -> None:
-        self.part.close()
 
-
-class _DynamicInput(DynamicInput):
+class _DynamicInput(FamilyAdapter, DynamicInput):
     """A :class:`DynamicSource` as the engine's :class:`DynamicInput`."""
 
-    def __init__(self, source: DynamicSource[Any], step_id: str) -> None:
-        self.source, self.step_id = source, step_id
-
     def build(self, worker_index: int, worker_count: int) -> StatelessSource:
-        return _StatelessPart(self.source.build(self.step_id, worker_index, worker_count))
+        return _StatelessPart(self.family.build(self.step_id, worker_index, worker_count))
 
 
 def as_input(source: Any, step_id: str) -> Input:
     """What the engine reads for ``source`` at step ``step_id``: a flowspark input as it
     is, a bytewax 0.21 source through its adapter; anything else is a ``TypeError``."""
-    if isinstance(source, Input):
-        return source
-    if isinstance(source, Source):
-        return source.as_flowspark_input(step_id)
-    raise TypeError(
+    return engine_form(
+        source,
+        Input,
+        Source,
+        lambda bytewax_source: bytewax_source.as_flowspark_input(step_id),
         f"input {step_id!r}: expected a bytewax 0.21 source (e.g. TestingSource, "
-        f"FileSource, a FixedPartitionedSource) or a flowspark Input; got {type(source).__name__}"
+        "FileSource, a FixedPartitionedSource) or a flowspark Input",
     )
