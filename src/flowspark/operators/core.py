@@ -21,11 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic
 
 from flowspark.api.dataflow import Dataflow, Stream
 from flowspark.api.sinks import as_output
 from flowspark.api.sources import as_input
+from flowspark.operators._typevars import V, W, X, Y
 from flowspark.operators.scoping import flow_of, operator
 from flowspark.operators.shims import _BoolPredicate, default_debug_inspector
 
@@ -42,10 +43,6 @@ __all__ = [
     "stateful_batch",
 ]
 
-X = TypeVar("X")
-Y = TypeVar("Y")
-V = TypeVar("V")
-W = TypeVar("W")
 
 KeyedStream = Stream[tuple[str, V]]
 """A stream of ``(key, value)`` 2-tuples (``KeyedStream[int]``: int values)."""

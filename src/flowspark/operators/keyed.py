@@ -26,9 +26,10 @@ import functools
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from operator import add as _add  # C: count_final sums with it per item
-from typing import Any, TypeVar
+from typing import Any
 
 from flowspark.api.dataflow import Stream
+from flowspark.operators._typevars import S, V, W, X
 from flowspark.operators.core import KeyedStream, flat_map_batch
 from flowspark.operators.logic import ItemLogicBuilder, StatefulBatchLogic
 from flowspark.operators.scoping import operator
@@ -57,11 +58,6 @@ __all__ = [
     "CollectBuilder",
     "FoldFinalBuilder",
 ]
-
-X = TypeVar("X")
-V = TypeVar("V")
-W = TypeVar("W")
-S = TypeVar("S")
 
 
 @operator

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 from flowspark.api.dataflow import Stream
 from flowspark.api.outputs import DynamicOutput, StatelessSink
+from flowspark.operators._typevars import DK, DV, V, W, X, Y
 from flowspark.operators.core import KeyedStream, flat_map_batch
 from flowspark.operators.scoping import operator
 from flowspark.operators.shims import (
@@ -58,13 +59,6 @@ __all__ = [
     "map_value",
     "raises",
 ]
-
-X = TypeVar("X")
-Y = TypeVar("Y")
-V = TypeVar("V")
-W = TypeVar("W")
-DK = TypeVar("DK")
-DV = TypeVar("DV")
 
 
 @operator

@@ -32,7 +32,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from operator import add as _add
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic
 
 from flowspark.api.dataflow import Stream
 from flowspark.api.windowing import (
@@ -49,6 +49,7 @@ from flowspark.api.windowing import (
     Windower,
     WindowMetadata,
 )
+from flowspark.operators._typevars import S, V, W, W_co, X
 from flowspark.operators.core import KeyedStream
 from flowspark.operators.joins import (
     JoinEmitMode,
@@ -86,12 +87,6 @@ __all__ = [
     "reduce_window",
     "window",
 ]
-
-V = TypeVar("V")
-W = TypeVar("W")
-S = TypeVar("S")
-X = TypeVar("X")
-W_co = TypeVar("W_co", covariant=True)
 
 
 class WindowLogic(ABC, Generic[V, W, S]):
