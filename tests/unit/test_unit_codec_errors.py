@@ -304,16 +304,19 @@ def test_lists_of_utc_datetimes_round_trip_exactly():
     assert decode_items(data) == items
 
 
-@settings(max_examples=100, deadline=None)
-@given(
-    st.lists(
-        st.datetimes(
-            min_value=datetime(1900, 1, 1), max_value=datetime(2200, 1, 1), timezones=st.just(UTC)
-        ),
+def _utc_datetime_columns(
+    min_value: datetime, max_value: datetime
+) -> st.SearchStrategy[list[datetime]]:
+    """Lists of 64 to 80 UTC datetimes in ``[min_value, max_value]`` (a column)."""
+    return st.lists(
+        st.datetimes(min_value=min_value, max_value=max_value, timezones=st.just(UTC)),
         min_size=64,
         max_size=80,
     )
-)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_utc_datetime_columns(datetime(1900, 1, 1), datetime(2200, 1, 1)))
 def test_utc_datetime_columns_round_trip_property(values):
     assert decode_items(encode_items(values)) == values
     pairs = [(str(i), v) for i, v in enumerate(values)]
@@ -328,16 +331,7 @@ def test_a_failure_without_user_frames_gets_no_traceback_note():
 
 
 @settings(max_examples=300)
-@given(
-    st.lists(
-        st.datetimes(
-            min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(UTC)
-        ),
-        min_size=64,
-        max_size=80,
-    ),
-    st.booleans(),
-)
+@given(_utc_datetime_columns(datetime(1, 1, 2), datetime(9999, 12, 30)), st.booleans())
 def test_utc_datetimes_round_trip_to_the_microsecond_in_any_year(times, as_tuples):
     # Columns of epoch microseconds: a float of seconds loses microseconds past 2106.
     items = [(i, t) for i, t in enumerate(times)] if as_tuples else times

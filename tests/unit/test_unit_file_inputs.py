@@ -114,13 +114,18 @@ def test_batch_limit_is_end_for_small_ranges(text_file):
     assert inp.batch_limit(part, 0, end) == end
 
 
+def batch_limits(inp, path, max_bytes, count):
+    """The first ``count`` batch limits of ``path`` from its start, ``max_bytes`` a batch."""
+    part, end, limits = str(path), path.stat().st_size, [0]
+    with mock.patch.object(files, "MAX_BYTES_PER_BATCH", max_bytes):
+        for _ in range(count):
+            limits.append(inp.batch_limit(part, limits[-1], end))
+    return limits[1:]
+
+
 def test_batch_limit_cuts_big_ranges_at_a_line_start(text_file):
-    inp = FileInput(text_file)
-    part, end = str(text_file), text_file.stat().st_size
-    with mock.patch.object(files, "MAX_BYTES_PER_BATCH", 3):
-        limit = inp.batch_limit(part, 0, end)
-        assert limit == len(b"alpha\n")
-        assert inp.batch_limit(part, limit, end) == len(b"alpha\nbeta\n")
+    limits = batch_limits(FileInput(text_file), text_file, 3, 2)
+    assert limits == [len(b"alpha\n"), len(b"alpha\nbeta\n")]
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, "10"])
@@ -298,8 +303,7 @@ def test_csv_offset_after_with_bigger_batches(csv_file):
 def test_csv_batch_limit_lands_on_a_record_boundary(csv_file):
     inp = CSVInput(csv_file)
     part, end = str(csv_file), csv_file.stat().st_size
-    with mock.patch.object(files, "MAX_BYTES_PER_BATCH", 5):
-        limit = inp.batch_limit(part, 0, end)
+    [limit] = batch_limits(inp, csv_file, 5, 1)
     assert limit == len(b'name,note\na,"line1\nline2"\n')
     assert read(inp, part, 0, limit) + read(inp, part, limit, end) == ROWS
 
