@@ -68,3 +68,26 @@ def test_a_killed_host_loses_nothing_and_puts_nothing_twice():
     after = [f for f in figures.batches[8:] if f]
     assert after and max(f["rebuilds"] for f in after) >= 1  # rebuilt from the WAL
     assert _host_pids() == set()
+
+
+class HostCount:
+    """A run listener noting how many handler host processes run at each batch."""
+
+    def __init__(self) -> None:
+        self.counts: list[int] = []
+
+    def on_batch(self, progress: BatchProgress) -> None:
+        self.counts.append(len(_host_pids()))
+
+
+def test_the_driver_starts_every_partitions_host_before_the_first_task():
+    # One key: its tasks would start one host, in one partition, during the first
+    # micro-batch; a local run's driver starts both partitions' hosts ahead of it.
+    one, two = two_sources(n=20, seed=5)
+    single = [d for d in one + two if d.keys == ["k1"]]
+    flow, out = sorter_flow(single, [], batch_size=4)
+    hosts = HostCount()
+    run_flow(flow, RunConfig(epoch_interval=timedelta(0), listeners=[hosts]))
+    check_sorted_once(single, out)
+    assert hosts.counts and all(n == 2 for n in hosts.counts), hosts.counts
+    assert _host_pids() == set()

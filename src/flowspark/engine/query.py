@@ -34,6 +34,7 @@ import cloudpickle
 
 from flowspark.api.dataflow import Dataflow
 from flowspark.api.inputs import SeekableInput
+from flowspark.connectors.memory import TestingInput, TestingOutput
 from flowspark.engine.compat import is_connect
 from flowspark.engine.errors import FlowRunError, clean_spark_error, warn_late_items
 from flowspark.engine.observe import ProgressHub, ProgressLog, ReportBuilder, RunListener, RunReport
@@ -57,7 +58,7 @@ from flowspark.runtime import pickling
 from flowspark.runtime.codec import ROW_SCHEMA, decode_items
 from flowspark.runtime.compile import CompiledFlow, CompiledLevel, compile_flow
 from flowspark.runtime.input_offsets import InputSpec, whole_input_splits
-from flowspark.runtime.numaflow.handler_host import host_stats, stop_hosts
+from flowspark.runtime.numaflow.handler_host import host_stats, start_hosts, stop_hosts
 from flowspark.runtime.storage import Location, StorageError
 
 __all__ = ["RunConfig", "RunReport", "LateItemsWarning", "run_flow"]
@@ -382,11 +383,13 @@ def _execute(
     services: Sequence[Any] = (),
     lock: RecoveryLock | None = None,
     resuming: bool = False,
+    warming: bool = False,
 ) -> RunReport:
     """Map the compiled levels onto Spark (a stream, or one batch job) and run them.
 
     ``lock``: this run's hold on the recovery directory, checked before each batch
-    is written; ``resuming``: Spark has committed batches there."""
+    is written; ``resuming``: Spark has committed batches there; ``warming``: this is
+    :func:`_warm_keyed_path`'s run (no progress log, no warm-up of its own)."""
     from flowspark.engine import bounded  # noqa: PLC0415 pyspark: when Spark starts
 
     with _run_directory(config) as (scratch, checkpoint):
@@ -394,6 +397,10 @@ def _execute(
         spill_dir = scratch if _local(spark) else None
         whole = _batch_job_reads(compiled, config, spill_dir, parallelism)
         streamed = whole is None
+        if streamed and not warming and _local(spark) and _has_keyed_level(compiled):
+            _warm_keyed_path(spark, parallelism)
+        if streamed and _local(spark):
+            _start_handler_hosts(compiled)
         if whole is not None:  # one batch job (see engine/bounded.py)
             df = bounded.read_frame(spark, *whole, parallelism)
             wall_ms = time.time_ns() // 1_000_000  # the system time keyed steps see
@@ -410,7 +417,7 @@ def _execute(
         listeners: list[RunListener] = [builder, *config.listeners]
         # A flow's services that watch the run (an HTTP source's /health).
         listeners += [s for s in services if isinstance(s, RunListener)]
-        if os.environ.get("FLOWSPARK_PROGRESS_LOG"):
+        if os.environ.get("FLOWSPARK_PROGRESS_LOG") and not warming:
             listeners.append(ProgressLog(os.environ["FLOWSPARK_PROGRESS_LOG"]))
         figures = _handler_figures(compiled) if _local(spark) else None
         hub = ProgressHub(listeners, streamed, figures)
@@ -448,6 +455,38 @@ def _execute(
         return builder.report
 
 
+_KEYED_PATH_WARM = False
+
+
+def _has_keyed_level(compiled: CompiledFlow) -> bool:
+    return any(level.keyed for level in compiled.levels)
+
+
+def _warm_keyed_path(spark: Any, parallelism: int) -> None:
+    """Before a session's first streamed keyed run, stream two items through a keyed
+    step once, so that the run's first micro-batch does not pay for Spark's first
+    transformWithState work (its classes, the state server, RocksDB's first open).
+
+    Measured here (an accumulator fed 2 000 events/s): the first micro-batch 3.0 s
+    cold, 1.0-1.1 s after this ~2.7 s warm-up, which runs before the run's inputs
+    start (a live source's events do not wait on it).
+    """
+    global _KEYED_PATH_WARM
+    if _KEYED_PATH_WARM:
+        return
+    _KEYED_PATH_WARM = True
+    flow = Dataflow("flowspark-warm-up")
+    flow.input("items", TestingInput([("a", 1), ("b", 2)]))
+    flow.stateful_map("sum", int, _add)
+    flow.output("out", TestingOutput([]))
+    compiled = compile_flow(build_plan(flow), parallelism)
+    _execute(spark, compiled, RunConfig(batch_job=False), parallelism, warming=True)
+
+
+def _add(total: int, value: int) -> tuple[int, int]:
+    return total + value, total + value
+
+
 def _handler_figures(compiled: CompiledFlow) -> Any:
     """A function giving, per Numaflow keyed step, its handler hosts' figures summed
     (hosts on this machine; ``None`` when the flow has no such step)."""
@@ -471,6 +510,13 @@ def _handler_figures(compiled: CompiledFlow) -> Any:
         return total
 
     return figures
+
+
+def _start_handler_hosts(compiled: CompiledFlow) -> None:
+    """Start the resident handler hosts of the run's Numaflow steps ahead of its tasks."""
+    for level in compiled.levels:
+        for run_id in level.host_runs:
+            start_hosts(run_id, compiled.key_partitions)
 
 
 def _stop_handler_hosts(compiled: CompiledFlow) -> None:

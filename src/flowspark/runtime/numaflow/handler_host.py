@@ -57,7 +57,7 @@ from flowspark.runtime.numaflow.handlers import (
 )
 from flowspark.shared.processes import pid_alive
 
-__all__ = ["HostHandlers", "host_address", "stop_hosts", "host_stats", "HostLost"]
+__all__ = ["HostHandlers", "host_address", "start_hosts", "stop_hosts", "host_stats", "HostLost"]
 
 _HEADER = struct.Struct("!Q")
 # How long a task waits for a host it started to listen.
@@ -226,12 +226,12 @@ _CONNECTIONS: dict[str, tuple[socket.socket, set[str]]] = {}
 _STARTED: list[subprocess.Popen] = []
 
 
-def _start_host(address: str) -> None:
+def _start_host(address: str, watch_pid: int) -> None:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     _STARTED.append(
         subprocess.Popen(
-            [sys.executable, "-m", __name__, address[1:], str(os.getppid())],
+            [sys.executable, "-m", __name__, address[1:], str(watch_pid)],
             stdin=subprocess.DEVNULL,
             stdout=sys.__stderr__.fileno() if sys.__stderr__ else subprocess.DEVNULL,
             env=env,
@@ -252,7 +252,7 @@ def _connect(address: str, start: bool = True) -> socket.socket | None:
         except (ConnectionRefusedError, FileNotFoundError):
             sock.close()
         if not started:
-            _start_host(address)
+            _start_host(address, os.getppid())
             started = True
         elif not start or time.monotonic() > deadline:
             if not start:
@@ -347,6 +347,14 @@ def host_stats(run_id: str, partitions: int) -> list[dict[str, dict[str, int]]]:
             if stats is not None:
                 found.append(stats)
     return found
+
+
+def start_hosts(run_id: str, partitions: int) -> None:
+    """Start the run's hosts ahead of its first tasks (a local run's driver does), so
+    that a task finds its host listening instead of waiting for one to start (0.3-0.6 s
+    each, measured here). They watch this process; a task that finds none starts it."""
+    for partition in range(partitions):
+        _start_host(host_address(run_id, partition), os.getpid())
 
 
 def stop_hosts(run_id: str, partitions: int) -> None:
