@@ -1,6 +1,6 @@
-"""A session's first streamed keyed run is preceded by one warm-up run of a keyed
-step, which neither the run's outputs nor its listeners see; batch jobs and runs
-without keyed steps start no warm-up."""
+"""A session's first live (unbounded, streamed) keyed run is preceded by one warm-up
+run of a keyed step, which neither the run's outputs nor its listeners see; batch
+jobs, bounded runs and runs without keyed steps start no warm-up."""
 
 from __future__ import annotations
 
@@ -61,12 +61,14 @@ def test_the_first_streamed_keyed_run_warms_up_once(warm_ups: list[int], tmp_pat
     assert query._KEYED_PATH_WARM
 
 
-def test_batch_jobs_and_runs_without_keyed_steps_do_not_warm_up(
+def test_batch_jobs_bounded_runs_and_runs_without_keyed_steps_do_not_warm_up(
     warm_ups: list[int], tmp_path: Path
 ) -> None:
     out: list[Any] = []
     report = run_flow(_keyed_flow(out))  # no recovery directory: one batch job
     assert not report.streamed and len(out) == 20
+    bounded = RunConfig(bounded=True, recovery_dir=str(tmp_path / "b"))
+    assert run_flow(_keyed_flow(out), bounded).streamed and len(out) == 40
     stateless = Dataflow()
     stateless.input("inp", TestingInput(range(5)))
     stateless.map(lambda x: x + 1)
