@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 from datetime import timedelta
+from pathlib import Path
 
 from flowspark.engine.observe import BatchProgress
 from flowspark.engine.query import RunConfig, run_flow
@@ -16,9 +16,36 @@ from tests.spark.test_numaflow import check_sorted_once, sorter_flow, two_source
 HOST_MODULE = "flowspark.runtime.numaflow.handler_host"
 
 
+def _processes() -> dict[int, tuple[int, list[str]]]:
+    """Every process's (parent pid, command line)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (entry / "cmdline").read_bytes().decode().split("\0")
+        except (OSError, IndexError, ValueError):  # it ended meanwhile
+            continue
+        found[int(entry.name)] = (ppid, cmdline)
+    return found
+
+
 def _host_pids() -> set[int]:
-    found = subprocess.run(["pgrep", "-f", HOST_MODULE], capture_output=True, text=True)
-    return {int(pid) for pid in found.stdout.split()}
+    """The handler hosts that serve this test process's runs: each watches this process
+    (started by the driver) or a process below it (started by a task), so hosts of
+    runs elsewhere on the machine do not count."""
+    processes = _processes()
+    ours, grew = {os.getpid()}, True
+    while grew:
+        below = {pid for pid, (ppid, _) in processes.items() if ppid in ours}
+        grew = not below <= ours
+        ours |= below
+    return {
+        pid
+        for pid, (_, cmdline) in processes.items()
+        if HOST_MODULE in cmdline and cmdline[-2:-1] and int(cmdline[-2]) in ours
+    }
 
 
 class Figures:
