@@ -118,3 +118,17 @@ def test_the_driver_starts_every_partitions_host_before_the_first_task():
     check_sorted_once(single, out)
     assert hosts.counts and all(n == 2 for n in hosts.counts), hosts.counts
     assert _host_pids() == set()
+    assert _zombie_children() == [], "the driver did not reap the hosts it started"
+
+
+def _zombie_children() -> list[int]:
+    """This process's children that have exited and were never waited for."""
+    zombies = []
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] == "Z" and int(fields[1]) == os.getpid():
+            zombies.append(int(entry.name))
+    return zombies

@@ -397,10 +397,11 @@ def _execute(
         spill_dir = scratch if _local(spark) else None
         whole = _batch_job_reads(compiled, config, spill_dir, parallelism)
         streamed = whole is None
+        hosts: dict[str, list[Any]] = {}  # the handler hosts this driver started, by run
         if streamed and not config.bounded and _local(spark):  # a live run: start warm
             if not warming:
                 _warm_keyed_path(spark, compiled, parallelism)
-            _start_handler_hosts(compiled)
+            hosts = _start_handler_hosts(compiled)
         if whole is not None:  # one batch job (see engine/bounded.py)
             df = bounded.read_frame(spark, *whole, parallelism)
             wall_ms = time.time_ns() // 1_000_000  # the system time keyed steps see
@@ -449,7 +450,7 @@ def _execute(
             dispatcher.close()
             close_callback_connections(connections)
             if _local(spark):
-                _stop_handler_hosts(compiled)
+                _stop_handler_hosts(compiled, hosts)
         if dispatcher.error is not None:
             raise dispatcher.error
         return builder.report
@@ -510,19 +511,22 @@ def _handler_figures(compiled: CompiledFlow) -> Any:
     return figures
 
 
-def _start_handler_hosts(compiled: CompiledFlow) -> None:
+def _start_handler_hosts(compiled: CompiledFlow) -> dict[str, list[Any]]:
     """Start the resident handler hosts of the run's Numaflow steps ahead of its tasks
     (else each task that needs one starts it, 0.3-0.6 s into its micro-batch)."""
-    for level in compiled.levels:
-        for run_id in level.host_runs:
-            start_hosts(run_id, compiled.key_partitions)
+    return {
+        run_id: start_hosts(run_id, compiled.key_partitions)
+        for level in compiled.levels
+        for run_id in level.host_runs
+    }
 
 
-def _stop_handler_hosts(compiled: CompiledFlow) -> None:
-    """Stop the resident handler hosts of the run's Numaflow steps on this machine."""
+def _stop_handler_hosts(compiled: CompiledFlow, started: dict[str, list[Any]]) -> None:
+    """Stop the resident handler hosts of the run's Numaflow steps on this machine, and
+    reap those this driver ``started``."""
     for level in compiled.levels:
         for run_id in level.host_runs:
-            stop_hosts(run_id, compiled.key_partitions)
+            stop_hosts(run_id, compiled.key_partitions, started.get(run_id, ()))
 
 
 def _keyed_stream_level(df: Any, processor: Any, first: bool) -> Any:

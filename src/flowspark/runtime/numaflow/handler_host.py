@@ -43,6 +43,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Sequence
 from typing import Any
 
 from flowspark.runtime import pickling
@@ -62,6 +63,8 @@ __all__ = ["HostHandlers", "host_address", "start_hosts", "stop_hosts", "host_st
 _HEADER = struct.Struct("!Q")
 # How long a task waits for a host it started to listen.
 START_TIMEOUT_S = 30.0
+# How long stop_hosts waits for a host it asked to stop before killing it.
+STOP_TIMEOUT_S = 5.0
 # How often a host checks that the Spark process it serves is alive.
 WATCH_INTERVAL_S = 1.0
 
@@ -226,18 +229,16 @@ _CONNECTIONS: dict[str, tuple[socket.socket, set[str]]] = {}
 _STARTED: list[subprocess.Popen] = []
 
 
-def _start_host(address: str, watch_pid: int) -> None:
+def _start_host(address: str, watch_pid: int) -> subprocess.Popen:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    _STARTED.append(
-        subprocess.Popen(
-            [sys.executable, "-m", __name__, address[1:], str(watch_pid)],
-            stdin=subprocess.DEVNULL,
-            stdout=sys.__stderr__.fileno() if sys.__stderr__ else subprocess.DEVNULL,
-            env=env,
-            start_new_session=True,  # outlives the task, the worker and its signals
-            close_fds=True,
-        )
+    return subprocess.Popen(
+        [sys.executable, "-m", __name__, address[1:], str(watch_pid)],
+        stdin=subprocess.DEVNULL,
+        stdout=sys.__stderr__.fileno() if sys.__stderr__ else subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,  # outlives the task, the worker and its signals
+        close_fds=True,
     )
 
 
@@ -252,7 +253,7 @@ def _connect(address: str, start: bool = True) -> socket.socket | None:
         except (ConnectionRefusedError, FileNotFoundError):
             sock.close()
         if not started:
-            _start_host(address, os.getppid())
+            _STARTED.append(_start_host(address, os.getppid()))
             started = True
         elif not start or time.monotonic() > deadline:
             if not start:
@@ -349,19 +350,26 @@ def host_stats(run_id: str, partitions: int) -> list[dict[str, dict[str, int]]]:
     return found
 
 
-def start_hosts(run_id: str, partitions: int) -> None:
+def start_hosts(run_id: str, partitions: int) -> list[subprocess.Popen]:
     """Start the run's hosts ahead of its first tasks (a local run's driver does), so
     that a task finds its host listening instead of waiting for one to start (0.3-0.6 s
-    each, measured here). They watch this process; a task that finds none starts it."""
-    for partition in range(partitions):
-        _start_host(host_address(run_id, partition), os.getpid())
+    each, measured here). They watch this process; a task that finds none starts it.
+    Give what this returns to :func:`stop_hosts`, which reaps them."""
+    return [_start_host(host_address(run_id, p), os.getpid()) for p in range(partitions)]
 
 
-def stop_hosts(run_id: str, partitions: int) -> None:
-    """Stop the run's hosts on this machine (the run has ended; none is needed)."""
+def stop_hosts(run_id: str, partitions: int, started: Sequence[subprocess.Popen] = ()) -> None:
+    """Stop the run's hosts on this machine (the run has ended; none is needed), and
+    reap those of them this process ``started``."""
     for partition in range(partitions):
         with contextlib.suppress(OSError, HostLost):
             _one_shot(host_address(run_id, partition), ("stop",))
+    for process in started:
+        try:
+            process.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 if __name__ == "__main__":
