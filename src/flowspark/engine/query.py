@@ -356,6 +356,8 @@ def _run_planned(
         ship_user_modules(spark, Path(tempfile.mkdtemp(prefix="flowspark-ship-")))
     parallelism = session_parallelism()
     compiled = compile_flow(plan, int(spark.conf.get("spark.sql.shuffle.partitions")))
+    if not config.bounded and _local(spark) and _always_streams(compiled, config):
+        _warm_keyed_path(spark, compiled, parallelism)  # before a service (HTTP) listens
     with contextlib.ExitStack() as services:  # e.g. an HTTP source's server
         for service in flow.services:
             services.enter_context(service)
@@ -389,7 +391,7 @@ def _execute(
 
     ``lock``: this run's hold on the recovery directory, checked before each batch
     is written; ``resuming``: Spark has committed batches there; ``warming``: this is
-    :func:`_warm_keyed_path`'s run (no progress log, no warm-up of its own)."""
+    :func:`_warm_keyed_path`'s run (no progress log)."""
     from flowspark.engine import bounded  # noqa: PLC0415 pyspark: when Spark starts
 
     with _run_directory(config) as (scratch, checkpoint):
@@ -398,9 +400,7 @@ def _execute(
         whole = _batch_job_reads(compiled, config, spill_dir, parallelism)
         streamed = whole is None
         hosts: dict[str, list[Any]] = {}  # the handler hosts this driver started, by run
-        if streamed and not config.bounded and _local(spark):  # a live run: start warm
-            if not warming:
-                _warm_keyed_path(spark, compiled, parallelism)
+        if streamed and not config.bounded and _local(spark):  # a live run
             hosts = _start_handler_hosts(compiled)
         if whole is not None:  # one batch job (see engine/bounded.py)
             df = bounded.read_frame(spark, *whole, parallelism)
@@ -467,8 +467,8 @@ def _warm_keyed_path(spark: Any, compiled: CompiledFlow, parallelism: int) -> No
 
     Measured here (an accumulator fed 2 000 events/s): the first micro-batch 3.0 s
     cold, 1.0-1.1 s after this ~2.7 s warm-up, which runs before the run's inputs
-    start (a live source's events do not wait on it). A bounded run would only take
-    longer in all, so it starts none.
+    start and its services (an HTTP source's server) listen, so a live source's events
+    do not wait on it. A bounded run would only take longer in all, so it starts none.
     """
     global _KEYED_PATH_WARM
     if _KEYED_PATH_WARM or not any(level.keyed for level in compiled.levels):
@@ -553,6 +553,18 @@ def _apply_levels(df: Any, levels: list[CompiledLevel], apply_keyed: Any, parall
     return df
 
 
+def _always_streams(compiled: CompiledFlow, config: RunConfig) -> bool:
+    """Whether the run streams whatever its inputs hold (else :func:`_batch_job_reads`
+    decides). Inputs read in the planning process always stream: this says so before
+    any data is spilled."""
+    return (
+        not config.batch_job
+        or bool(config.recovery_dir)
+        or _per_batch(config)
+        or not all(isinstance(i.input, SeekableInput) for i in compiled.inputs)
+    )
+
+
 def _batch_job_reads(
     compiled: CompiledFlow, config: RunConfig, spill_dir: Path | None, parallelism: int
 ) -> tuple[dict[int, bytes], list[tuple[int, bytes]]] | None:
@@ -560,10 +572,7 @@ def _batch_job_reads(
     read tasks ``(input, pickled split)``. It can when it is bounded, has nothing
     to recover, and a fresh run's first micro-batch would hold every input whole
     (such inputs end there, so "until they end" and "what is available now" agree)."""
-    if not config.batch_job or config.recovery_dir or _per_batch(config):
-        return None
-    # Inputs read in the planning process always stream: say so before spilling any data.
-    if not all(isinstance(i.input, SeekableInput) for i in compiled.inputs):
+    if _always_streams(compiled, config):
         return None
     programs: dict[int, bytes] = {}
     reads: list[tuple[int, bytes]] = []
