@@ -16,18 +16,18 @@ from tests.spark.test_numaflow import check_sorted_once, sorter_flow, two_source
 HOST_MODULE = "flowspark.runtime.numaflow.handler_host"
 
 
-def _processes() -> dict[int, tuple[int, list[str]]]:
-    """Every process's (parent pid, command line)."""
+def _processes() -> dict[int, tuple[int, str, list[str]]]:
+    """Every process's (parent pid, state letter, command line)."""
     found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            state, ppid = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:2]
             cmdline = (entry / "cmdline").read_bytes().decode().split("\0")
         except (OSError, IndexError, ValueError):  # it ended meanwhile
             continue
-        found[int(entry.name)] = (ppid, cmdline)
+        found[int(entry.name)] = (int(ppid), state, cmdline)
     return found
 
 
@@ -38,12 +38,12 @@ def _host_pids() -> set[int]:
     processes = _processes()
     ours, grew = {os.getpid()}, True
     while grew:
-        below = {pid for pid, (ppid, _) in processes.items() if ppid in ours}
+        below = {pid for pid, (ppid, _, _) in processes.items() if ppid in ours}
         grew = not below <= ours
         ours |= below
     return {
         pid
-        for pid, (_, cmdline) in processes.items()
+        for pid, (_, _, cmdline) in processes.items()
         if HOST_MODULE in cmdline and cmdline[-2:-1] and int(cmdline[-2]) in ours
     }
 
@@ -123,12 +123,5 @@ def test_the_driver_starts_every_partitions_host_before_the_first_task():
 
 def _zombie_children() -> list[int]:
     """This process's children that have exited and were never waited for."""
-    zombies = []
-    for entry in Path("/proc").iterdir():
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[0] == "Z" and int(fields[1]) == os.getpid():
-            zombies.append(int(entry.name))
-    return zombies
+    me = os.getpid()
+    return [pid for pid, (ppid, state, _) in _processes().items() if ppid == me and state == "Z"]
