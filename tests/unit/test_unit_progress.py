@@ -319,3 +319,59 @@ def test_a_numaflow_keyed_steps_handlers_are_shown():
         "sorter handlers 100 rebuilds 0 WAL 1,234 out. watermark 2023-11-14 22:13:20 UTC"
         in display.line()
     )
+
+
+class _Report:
+    def __init__(self, batch_id: int) -> None:
+        self.batchId = batch_id
+        self.json = json.dumps({"batchId": batch_id})
+
+
+class _QueryReports:
+    """A query's progress as Spark keeps it: the retained reports, the last one."""
+
+    def __init__(self) -> None:
+        self.reports: list[_Report] = []
+        self.retained_reads = 0
+
+    @property
+    def lastProgress(self) -> _Report | None:
+        return self.reports[-1] if self.reports else None
+
+    @property
+    def recentProgress(self) -> list[_Report]:
+        self.retained_reads += 1
+        return list(self.reports)
+
+
+class _Batches:
+    def __init__(self) -> None:
+        self.ids: list[int] = []
+
+    def spark_progress(self, progress: dict) -> None:
+        self.ids.append(progress["batchId"])
+
+
+def test_progress_polls_read_the_last_report_and_the_retained_ones_only_after_a_gap():
+    from flowspark.engine.query import _NewProgress
+
+    query, hub = _QueryReports(), _Batches()
+    progress = _NewProgress(query)
+    progress.hand_to(hub)  # no report yet
+    for batch in range(3):  # one report between two polls: the last one is enough
+        query.reports.append(_Report(batch))
+        progress.hand_to(hub)
+        progress.hand_to(hub)  # nothing new: nothing handed on twice
+    assert (hub.ids, query.retained_reads) == ([0, 1, 2], 0)
+    query.reports += [_Report(3), _Report(4), _Report(5)]  # three between two polls
+    progress.hand_to(hub)
+    assert (hub.ids, query.retained_reads) == ([0, 1, 2, 3, 4, 5], 1)
+
+
+def test_a_restarted_querys_first_reports_are_handed_on_from_its_first_batch():
+    from flowspark.engine.query import _NewProgress
+
+    query, hub = _QueryReports(), _Batches()
+    query.reports += [_Report(57), _Report(58)]  # resumed from a checkpoint at batch 57
+    _NewProgress(query).hand_to(hub)
+    assert hub.ids == [57, 58]

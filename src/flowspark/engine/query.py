@@ -751,14 +751,27 @@ def _await(query: Any, interrupted: threading.Event, hub: ProgressHub) -> None:
 
 
 class _NewProgress:
-    """A query's progress reports not handed on yet."""
+    """A query's progress reports not handed on yet.
+
+    Each poll reads only the query's last report (one JSON document from the
+    JVM). Spark's ``recentProgress`` turns every retained report (up to 100) into
+    JSON and back at each call; polled five times a second, that cost a loaded
+    run's driver more CPU than its micro-batches' bookkeeping. The retained list
+    is read only when reports were missed between two polls.
+    """
 
     def __init__(self, query: Any) -> None:
         self.query = query
         self.last_batch = -1
 
     def hand_to(self, hub: ProgressHub) -> None:
-        fresh = [p for p in self.query.recentProgress if p.batchId > self.last_batch]
+        last = self.query.lastProgress
+        if last is None or last.batchId <= self.last_batch:
+            return
+        if last.batchId == self.last_batch + 1:
+            fresh = [last]
+        else:
+            fresh = [p for p in self.query.recentProgress if p.batchId > self.last_batch]
         for progress in fresh:
             hub.spark_progress(json.loads(progress.json))
         if fresh:
