@@ -34,9 +34,13 @@ CASES = {
         GOOD + "    - from: out\n      to: cat\n",
         'invalid vertex "out", sink must have 0 to edges and at least 1 from edge',
     ),
-    "cycle": (
-        GOOD + "    - from: cat\n      to: cat\n",
-        'vertex "cat" is on a cycle',
+    "reduce on a cycle": (
+        in_udf_out(
+            "sum",
+            "container: {image: x}\n        groupBy:\n          window: {fixed: {length: 10s}}\n",
+        )
+        + "    - from: sum\n      to: sum\n",
+        'there\'s a Reduce Vertex at or to the right of a Cycle occurring at Vertex "sum"',
     ),
     "unknown field": (
         GOOD.replace("log: {}", "log: {}\n        bogus: 1"),

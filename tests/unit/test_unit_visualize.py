@@ -492,10 +492,23 @@ def test_a_pipeline_with_a_cycle_is_drawn_from_its_spec(capsys):
     path = REPO / "tests" / "data" / "numaflow" / "10-cycle-to-self.yaml"
     assert main([str(path)]) == 0
     captured = capsys.readouterr()
-    assert "is on a cycle" in captured.err
+    assert "--udf retry=path/to/udf.py" in captured.err  # the map-retry image has no builtin
     _, edges = parse_mermaid(captured.out)
     assert ("s_retry", "-->", "tags or: retry", "s_retry") in edges
     ET.fromstring(to_svg(flow_graph(_spec(path))))
+
+
+def test_a_pipeline_with_a_cycle_and_its_udf_is_drawn_as_the_flow_that_runs(capsys):
+    path = REPO / "tests" / "data" / "numaflow" / "10-cycle-to-prev.yaml"
+    retry = REPO / "examples" / "numaflow" / "udfs" / "retry.py"
+    assert main([str(path), "--udf", f"retry={retry}"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    _, edges = parse_mermaid(captured.out)
+    # The cycle's vertices (cat, retry) run as one step; retry's outputs leave it.
+    assert ("s_in__cat_enter", "-->", "", "s_cat_retry_cycle") in edges
+    assert ("s_cat_retry_cycle", "-->", "", "s_retry_out") in edges
+    assert ("s_retry__out", "-->", "", "s_out") in edges
 
 
 def _spec(path: Path):

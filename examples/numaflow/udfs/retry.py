@@ -5,8 +5,11 @@ counted (per process); below 3 the value goes on tagged ``["retry"]`` (the
 pipeline's edge sends it back, e.g. to this vertex), at 3 the count is forgotten
 and the value goes on without tags. Keys are dropped either way.
 
-On flowspark the counts live in each Spark Python worker, so a value that comes
-back to another worker starts counting again there.
+On flowspark the counts live in each Spark Python worker; a value's rounds on a
+cycle all run in the task it came in with, so its count goes 1, 2, 3 there.
+Numaflow's ``10-cycle-to-self``/``10-cycle-to-prev`` pipelines run with it:
+``python -m flowspark.run tests/data/numaflow/10-cycle-to-self.yaml --udf
+retry=examples/numaflow/udfs/retry.py``.
 """
 
 import json

@@ -351,7 +351,7 @@ class Stream(Generic[X_co]):
             raise ValueError(
                 f"map_stream {step_id!r}: concurrency must be a positive int; got {concurrency!r}"
             )
-        factory = handler_factory(handler, _map_kind(handler))
+        factory = handler_factory(handler, map_handler_kind(handler))
         return self._add("map_stream", step_id, {"factory": factory}, {"concurrency": concurrency})
 
     def batch_map(self, step_id: str, handler: Any, batch_size: int = 500) -> Stream:
@@ -533,7 +533,7 @@ def _server_kind(handler: Any) -> str | None:
     return handler.kind if isinstance(handler, NumaflowServer) else None
 
 
-def _map_kind(handler: Any) -> str:
+def map_handler_kind(handler: Any) -> str:
     """``"map"`` for a (non-stream) ``Mapper`` instance (ours or pynumaflow's) or a map
     server, else ``"map_stream"``; a batch map UDF is refused (it has a step of its own)."""
     kind = _server_kind(handler)

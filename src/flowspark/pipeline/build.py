@@ -24,10 +24,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from flowspark.api.dataflow import Dataflow, Stream
+from flowspark.api.dataflow import Dataflow, Stream, map_handler_kind
 from flowspark.api.inputs import SourceWatermark
 from flowspark.api.udf.handlers import BatchMapper
-from flowspark.api.udf.servers import derives_from
+from flowspark.api.udf.servers import derives_from, handler_factory
 from flowspark.api.window import SlidingWindow, TumblingWindow
 from flowspark.connectors.jetstream import JetStreamInput
 from flowspark.connectors.numaflow import (
@@ -40,17 +40,21 @@ from flowspark.connectors.numaflow import (
 )
 from flowspark.connectors.numaflow.http import HttpInput, HttpRoute, HttpServer, resolve_address
 from flowspark.pipeline.errors import PipelineSpecError
-from flowspark.pipeline.model import ContainerSpec, PipelineSpec, SinkSpec, Vertex
+from flowspark.pipeline.model import ContainerSpec, Edge, PipelineSpec, SinkSpec, Vertex
 from flowspark.pipeline.mono_vertex import BypassTo, udf_names
 from flowspark.pipeline.spec import load_spec
 from flowspark.pipeline.udfs import ANNOTATION_PREFIX, server_from_script, server_kind
+from flowspark.runtime.numaflow.batch_map import BatchMapRunner
 from flowspark.runtime.numaflow.builtins import (
     build_map_builtin,
     build_transformer_builtin,
     builtin_for_image,
 )
+from flowspark.runtime.numaflow.cycle import CycleRunner, EnterCycle, LeaveCycle, PerItemStep
+from flowspark.runtime.numaflow.datums import MapStreamRunner, TagRoute
 from flowspark.runtime.numaflow.transform import TransformRunner
 from flowspark.runtime.storage import Location
+from flowspark.shared.components import strongly_connected
 from flowspark.shared.times import EPOCH
 
 __all__ = ["load", "build", "secret_env_name"]
@@ -251,7 +255,11 @@ class _Builder:
                 )
             journal_dir = where.local_path
             journal_dir.mkdir(parents=True, exist_ok=True)
-        for vertex in order:
+        for group in order:
+            if self._is_cycle(group):
+                self._cycle(group)
+                continue
+            vertex = group[0]
             if vertex.kind == "source":
                 self.outputs[vertex.name] = self._source(vertex, journal_dir)
             else:
@@ -269,38 +277,101 @@ class _Builder:
             self.flow.services.append(server)
         return self.flow
 
-    def _order(self) -> list[Vertex]:
-        """Vertices in topological order; a cycle is refused (flowspark flows are DAGs)."""
-        indegree = {v.name: len(self.spec.in_edges(v.name)) for v in self.spec.vertices}
-        ready = [v.name for v in self.spec.vertices if indegree[v.name] == 0]
-        order: list[str] = []
+    def _order(self) -> list[list[Vertex]]:
+        """The vertices in topological order, in groups: a vertex alone, or the
+        vertices of one cycle (see :meth:`_cycle`), in spec order."""
+        groups = strongly_connected(
+            [v.name for v in self.spec.vertices], [(e.source, e.target) for e in self.spec.edges]
+        )
+        group_of = {name: i for i, group in enumerate(groups) for name in group}
+        indegree = [0] * len(groups)
+        for edge in self.spec.edges:
+            if group_of[edge.source] != group_of[edge.target]:
+                indegree[group_of[edge.target]] += 1
+        ready = [i for i in range(len(groups)) if indegree[i] == 0]
+        order: list[list[Vertex]] = []
         while ready:
-            name = ready.pop(0)
-            order.append(name)
-            for edge in self.spec.out_edges(name):
-                indegree[edge.target] -= 1
-                if indegree[edge.target] == 0:
-                    ready.append(edge.target)
-        if len(order) < len(self.spec.vertices):
-            stuck = next(v.name for v in self.spec.vertices if v.name not in order)
-            raise PipelineSpecError(
-                f'vertex "{stuck}" is on a cycle: flowspark runs acyclic pipelines only '
-                "(Numaflow's cycles re-feed tagged messages, which a Spark query cannot)"
-            )
-        return [self.spec.vertex(name) for name in order]
+            i = ready.pop(0)
+            order.append([self.spec.vertex(name) for name in groups[i]])
+            for name in groups[i]:
+                for edge in self.spec.out_edges(name):
+                    j = group_of[edge.target]
+                    if j != i:
+                        indegree[j] -= 1
+                        if indegree[j] == 0:
+                            ready.append(j)
+        return order
+
+    def _is_cycle(self, group: list[Vertex]) -> bool:
+        return len(group) > 1 or any(
+            e.target == group[0].name for e in self.spec.out_edges(group[0].name)
+        )
 
     def _inputs(self, vertex: Vertex) -> Stream:
         """The stream into ``vertex``: its in-edges, each routed by its tags, merged."""
-        streams = []
-        for edge in self.spec.in_edges(vertex.name):
-            stream = self.outputs[edge.source]
-            if edge.tags is not None:
-                route_id = f"{edge.source}->{edge.target}"
-                stream = stream.route(route_id, tags=edge.tags, operator=edge.operator)
-            streams.append(stream)
+        streams = [self._edge_stream(edge) for edge in self.spec.in_edges(vertex.name)]
         if len(streams) == 1:
             return streams[0]
         return streams[0].merge(*streams[1:], step_id=f"{vertex.name}.in")
+
+    def _edge_stream(self, edge: Edge) -> Stream:
+        """What ``edge`` carries: its source's outputs that meet its conditions."""
+        stream = self.outputs[edge.source]
+        if edge.tags is not None:
+            route_id = f"{edge.source}->{edge.target}"
+            stream = stream.route(route_id, tags=edge.tags, operator=edge.operator)
+        return stream
+
+    def _cycle(self, members: list[Vertex]) -> None:
+        """The map vertices of one cycle as one step (see
+        :mod:`flowspark.runtime.numaflow.cycle`): the datums its in-edges bring enter at
+        their vertex, go round until they leave, and each vertex with edges out of
+        the cycle gets a stream of its outputs."""
+        names = {v.name for v in members}
+        step_id = "+".join(v.name for v in members)
+        entries = [
+            self._edge_stream(edge).map(
+                f"{edge.source}->{edge.target}.enter", EnterCycle(edge.target)
+            )
+            for v in members
+            for edge in self.spec.in_edges(v.name)
+            if edge.source not in names
+        ]
+        inside = [e for e in self.spec.edges if e.source in names and e.target in names]
+        runner = CycleRunner(
+            {v.name: self._cycle_member(v) for v in members},
+            [
+                (e.source, e.target, None if e.tags is None else TagRoute(e.tags, e.operator))
+                for e in inside
+            ],
+            exits=frozenset(
+                e.source for e in self.spec.edges if e.source in names and e.target not in names
+            ),
+        )
+        stream = (
+            entries[0]
+            if len(entries) == 1
+            else entries[0].merge(*entries[1:], step_id=f"{step_id}.in")
+        )
+        looped = stream.flat_map_batch(f"{step_id}.cycle", runner)
+        for name in sorted(runner.exits):
+            self.outputs[name] = looped.filter_map(f"{name}.out", LeaveCycle(name))
+
+    def _cycle_member(self, vertex: Vertex) -> Any:
+        """A map vertex on a cycle, as a step of :class:`CycleRunner`."""
+        udf = vertex.udf
+        if udf is None or udf.group_by is not None:
+            raise PipelineSpecError(
+                f'vertex "{vertex.name}" is on a cycle: flowspark runs cycles of map vertices only'
+            )
+        builtin = self._map_builtin(vertex)
+        if builtin is not None:
+            return PerItemStep(vertex.name, builtin)
+        server = self._server(vertex, "map", udf.container)
+        if _is_batch_map(server):
+            factory = handler_factory(server, "batch_map")
+            return BatchMapRunner(vertex.name, factory, vertex.limits.read_batch_size)
+        return MapStreamRunner(vertex.name, handler_factory(server, map_handler_kind(server)), 500)
 
     # -- vertices ------------------------------------------------------------------
 
