@@ -4,9 +4,11 @@ Every event that got a 200 must reach the file sink exactly once after the
 restart on the same recovery directory; events that got anything else (a reset
 connection when the run died) may or may not arrive, but never twice.
 
-The pipeline is Numaflow's ``2-http-pipeline.yaml`` (``http -> map-cat (builtin cat) ->
-log sink``), loaded by a Python flow module that swaps the log sink for a ``FileOutput``
-(``load(..., outputs=...)``) and keeps the HTTP journals next to the recovery directory.
+The pipelines are Numaflow's ``2-http-pipeline.yaml`` (``http -> map-cat (builtin cat) ->
+log sink``) and ``10-cycle-to-prev.yaml`` (``http -> cat -> retry``, retry sending each
+event back to cat twice), each loaded by a Python flow module that swaps the log sink
+for a ``FileOutput`` (``load(..., outputs=...)``) and keeps the HTTP journals next to
+the recovery directory.
 """
 
 from __future__ import annotations
@@ -27,16 +29,20 @@ import pytest
 from tests.http_clients import free_port, post, wait_healthy
 from tests.server_process import interrupt
 
-PIPELINE = Path(__file__).parents[1] / "data" / "numaflow" / "2-http-pipeline.yaml"
+ROOT = Path(__file__).parents[2]
+PIPELINE = ROOT / "tests" / "data" / "numaflow" / "2-http-pipeline.yaml"
+CYCLE = ROOT / "tests" / "data" / "numaflow" / "10-cycle-to-prev.yaml"
+RETRY = ROOT / "examples" / "numaflow" / "udfs" / "retry.py"
 
 FLOW = """
 from flowspark.connectors.files import FileOutput
 from flowspark.pipeline import load
 
-flow = load({pipeline!r}, state_dir={journals!r}, outputs={{"out": FileOutput({out!r})}})
+flow = load({pipeline!r}, state_dir={journals!r}, outputs={{"out": FileOutput({out!r})}},
+            udfs={udfs!r})
 """
 
-ID = re.compile(r"id='([^']*)'")
+ID = re.compile(r"value=b'([^']*)'")  # each event's body is its id
 
 
 class Clients:
@@ -95,11 +101,27 @@ def _ids(out: Path) -> list[str]:
 def test_sigkill_under_http_load_then_restart_keeps_every_acknowledged_event_once(
     tmp_path: Path, post_seconds: float, written_before_kill: int
 ):
+    _kill_under_load_then_restart(tmp_path, PIPELINE, {}, post_seconds, written_before_kill)
+
+
+@pytest.mark.slow
+def test_a_cycle_killed_under_http_load_then_restarted_writes_each_event_once(tmp_path: Path):
+    # Each event goes round cat -> retry -> cat twice within its micro-batch; a batch
+    # the kill cut short is run again whole after the restart (retry's counts start
+    # afresh in the new workers), so each event still leaves the cycle once.
+    _kill_under_load_then_restart(tmp_path, CYCLE, {"retry": str(RETRY)}, 1.0, 0)
+
+
+def _kill_under_load_then_restart(
+    tmp_path: Path, pipeline: Path, udfs: dict[str, str], post_seconds: float, written: int
+) -> None:
     out = tmp_path / "out.txt"
     recovery = tmp_path / "recovery"
     flow_file = tmp_path / "httpflow.py"
     journals = str(tmp_path / "journals")
-    flow_file.write_text(FLOW.format(pipeline=str(PIPELINE), journals=journals, out=str(out)))
+    flow_file.write_text(
+        FLOW.format(pipeline=str(pipeline), journals=journals, out=str(out), udfs=udfs)
+    )
     port = free_port()
 
     stderr = tmp_path / "stderr.txt"
@@ -108,7 +130,7 @@ def test_sigkill_under_http_load_then_restart_keeps_every_acknowledged_event_onc
     first = Clients(port, "run1")
     time.sleep(post_seconds)
     deadline = time.monotonic() + 120
-    while len(_ids(out)) < written_before_kill:
+    while len(_ids(out)) < written:
         assert time.monotonic() < deadline and proc.poll() is None, "the sink wrote nothing"
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)  # the driver, Spark's JVM and workers, the fsyncer
