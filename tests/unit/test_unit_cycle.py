@@ -147,3 +147,33 @@ def test_the_cycle_steps_failure_is_its_vertexs_not_wrapped_in_the_steps():
     with pytest.raises(RemoteStepFailure) as info:
         node.apply([("parse", _datum(b"abc"))], StageContext())
     assert str(info.value).startswith("step 'parse' failed on item ")
+
+
+ISLAND = """
+apiVersion: numaflow.numaproj.io/v1alpha1
+kind: Pipeline
+metadata: {name: island}
+spec:
+  vertices:
+    - {name: in, source: {generator: {rpu: 3, duration: 1s}}}
+    - {name: a, udf: {builtin: {name: cat}}}
+    - {name: b, udf: {builtin: {name: cat}}}
+    - {name: out, sink: {log: {}}}
+  edges:
+    - {from: in, to: out}
+    - {from: a, to: b}
+    - {from: b, to: a, conditions: {tags: {values: [x]}}}
+    - {from: b, to: out}
+"""
+
+
+def test_a_cycle_nothing_leads_into_is_refused_when_the_pipeline_loads():
+    from flowspark.pipeline.build import load
+    from flowspark.pipeline.errors import PipelineSpecError
+
+    with pytest.raises(PipelineSpecError, match='vertices "a", "b" are on a cycle no edge leads'):
+        load(ISLAND)
+    # With an edge in, the same vertices build: a cycle step and b's outputs leaving it.
+    flow = load(ISLAND.replace("- {from: in, to: out}", "- {from: in, to: a}"))
+    ids = {step.step_id for step in flow.steps}
+    assert {"in->a.enter", "a+b.cycle", "b.out"} <= ids

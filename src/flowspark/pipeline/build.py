@@ -44,6 +44,7 @@ from flowspark.pipeline.model import ContainerSpec, Edge, PipelineSpec, SinkSpec
 from flowspark.pipeline.mono_vertex import BypassTo, udf_names
 from flowspark.pipeline.spec import load_spec
 from flowspark.pipeline.udfs import ANNOTATION_PREFIX, server_from_script, server_kind
+from flowspark.pipeline.validate import go_quote
 from flowspark.runtime.numaflow.batch_map import BatchMapRunner
 from flowspark.runtime.numaflow.builtins import (
     build_map_builtin,
@@ -337,6 +338,11 @@ class _Builder:
             for edge in self.spec.in_edges(v.name)
             if edge.source not in names
         ]
+        if not entries:
+            raise PipelineSpecError(
+                f"vertices {', '.join(go_quote(v.name) for v in members)} are on a cycle no "
+                "edge leads into: nothing would ever reach them"
+            )
         inside = [e for e in self.spec.edges if e.source in names and e.target in names]
         runner = CycleRunner(
             {v.name: self._cycle_member(v) for v in members},
