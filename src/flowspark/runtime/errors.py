@@ -384,7 +384,13 @@ def _pickle_exception(exc: BaseException, message: str) -> tuple[bytes | None, b
 
 
 def step_failure(step_id: str, fn: Any, item: Any, exc: BaseException) -> RemoteStepFailure:
-    """Build the exception a worker raises when ``fn(item)`` raised ``exc``."""
+    """Build the exception a worker raises when ``fn(item)`` raised ``exc``.
+
+    An ``exc`` that is already a step's failure (a handler's, a Numaflow cycle's
+    vertex's, run inside this step) is returned as it is: it names the step it
+    happened in."""
+    if isinstance(exc, RemoteStepFailure):
+        return exc
     message = _cut(_safe_str(exc), MESSAGE_LIMIT)
     pickled, state = _pickle_exception(exc, message)
     failure = _Failure(

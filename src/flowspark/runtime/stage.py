@@ -31,7 +31,7 @@ from typing import Any, cast
 from flowspark.api.steps import Step
 from flowspark.api.window import SystemClockConfig
 from flowspark.plan.graph import Plan
-from flowspark.runtime.errors import RemoteStepFailure, step_failure
+from flowspark.runtime.errors import step_failure
 from flowspark.runtime.numaflow.datums import BUILT_STEPS, ChunkStep
 
 __all__ = ["StageContext", "StageProgram", "Node"]
@@ -77,8 +77,6 @@ class Node:
             batch = list(items)
             try:
                 return (list(cast(Callable[..., Any], fn)(batch)),)
-            except RemoteStepFailure:  # a step inside (a Numaflow cycle's vertex) failed
-                raise
             except Exception as exc:
                 raise step_failure(self.step_id, fn, batch, exc) from None
         it = iter(items)

@@ -43,7 +43,7 @@ from typing import Any
 
 from flowspark.api.udf.batch import BatchMapDatum, BatchResponse
 from flowspark.api.udf.types import Datum
-from flowspark.runtime.errors import RemoteStepFailure, short_repr, step_failure
+from flowspark.runtime.errors import short_repr, step_failure
 from flowspark.runtime.numaflow.convert import step_datums
 from flowspark.runtime.numaflow.messages import child_datum
 from flowspark.runtime.numaflow.run import HandlerStep, event_loop
@@ -183,8 +183,6 @@ async def _run_batches(
             responses = handler(_BatchDatums(requests))
             if inspect.isawaitable(responses):
                 responses = await responses
-        except RemoteStepFailure:
-            raise
         except Exception as exc:
             raise step_failure(step_id, handler, _Batch(ids), exc) from None
         out.extend(_outputs(step_id, handler, ids, requests, responses))

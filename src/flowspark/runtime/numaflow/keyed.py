@@ -51,7 +51,7 @@ from typing import Any, NamedTuple
 from flowspark.api.udf.times import utc_from_ms
 from flowspark.api.udf.types import AccumulatorMessage, Datum, IntervalWindow, Metadata
 from flowspark.runtime.codec import encode_items
-from flowspark.runtime.errors import RemoteStepFailure, short_repr, step_failure
+from flowspark.runtime.errors import short_repr, step_failure
 from flowspark.runtime.keyed import HandlerFactory, KeyedCall, KeyedLogic, Outcome, Wal
 from flowspark.runtime.numaflow.handlers import Handle, HandlerRegistry, LocalHandlers, Replay
 from flowspark.runtime.numaflow.messages import message_parts
@@ -314,8 +314,6 @@ class _UdfLogic(KeyedLogic):
 
     def _failure(self, key: str, datum: Any, exc: Exception) -> Exception:
         """The error a task raises for a handler's ``exc``: the step, key and datum."""
-        if isinstance(exc, RemoteStepFailure):
-            return exc
         return step_failure(self.step_id, self._handler_name(), KeyedDatum(key, datum), exc)
 
     def _handler_name(self) -> Any:

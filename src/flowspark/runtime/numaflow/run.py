@@ -38,7 +38,7 @@ import uuid
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from flowspark.runtime.errors import RemoteStepFailure, step_failure
+from flowspark.runtime.errors import step_failure
 
 __all__ = [
     "run_map_stream",
@@ -194,8 +194,6 @@ async def _map_chunk(
         except Exception as exc:
             for running in pending:  # nothing of a failed chunk may run on later
                 running.cancel()
-            if isinstance(exc, RemoteStepFailure):
-                raise
             raise step_failure(step_id, handler, datum, exc) from None
     while pending:
         await settle(asyncio.ALL_COMPLETED)
