@@ -42,6 +42,9 @@ __all__ = ["Dataflow", "Stream", "WindowLogicStream", "WindowStream"]
 X_co = TypeVar("X_co", covariant=True)
 """The type of a stream's items (``Stream[int]`` in annotations, as bytewax 0.21 writes)."""
 
+MAP_STREAM_CONCURRENCY = 500
+"""How many map-stream handlers of one micro-batch may wait at once, by default."""
+
 
 def _check_callable(kind: str, role: str, fn: Any) -> None:
     if not callable(fn):
@@ -338,7 +341,9 @@ class Stream(Generic[X_co]):
         given = {name: fn for name, fn in fns.items() if fn is not None}
         return self._add("to_datums", step_id or None, given)
 
-    def map_stream(self, step_id: str, handler: Any, concurrency: int = 500) -> Stream:
+    def map_stream(
+        self, step_id: str, handler: Any, concurrency: int = MAP_STREAM_CONCURRENCY
+    ) -> Stream:
         """Numaflow map stream: ``handler(keys, datum)`` is an async generator of
         ``Message``s (a ``MapStreamer`` instance or an ``async def`` function).
 
@@ -796,7 +801,9 @@ class Dataflow:
         """Turn items into Numaflow datums (see :meth:`Stream.to_datums`)."""
         self._extend(self._chain().to_datums(step_id, **converters))
 
-    def map_stream(self, step_id: str, handler: Any, concurrency: int = 500) -> None:
+    def map_stream(
+        self, step_id: str, handler: Any, concurrency: int = MAP_STREAM_CONCURRENCY
+    ) -> None:
         """Numaflow map stream (see :meth:`Stream.map_stream`)."""
         self._extend(self._chain().map_stream(step_id, handler, concurrency))
 

@@ -24,7 +24,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from flowspark.api.dataflow import Dataflow, Stream, map_handler_kind
+from flowspark.api.dataflow import MAP_STREAM_CONCURRENCY, Dataflow, Stream, map_handler_kind
 from flowspark.api.inputs import SourceWatermark
 from flowspark.api.udf.handlers import BatchMapper
 from flowspark.api.udf.servers import derives_from, handler_factory
@@ -377,7 +377,8 @@ class _Builder:
         if _is_batch_map(server):
             factory = handler_factory(server, "batch_map")
             return BatchMapRunner(vertex.name, factory, vertex.limits.read_batch_size)
-        return MapStreamRunner(vertex.name, handler_factory(server, map_handler_kind(server)), 500)
+        factory = handler_factory(server, map_handler_kind(server))
+        return MapStreamRunner(vertex.name, factory, MAP_STREAM_CONCURRENCY)
 
     # -- vertices ------------------------------------------------------------------
 
