@@ -35,9 +35,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import pickle
 import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -46,9 +44,11 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
-from flowspark.runtime import pickling
 from flowspark.runtime.codec import decode_items, encode_items
 from flowspark.runtime.errors import RemoteStepFailure
+from flowspark.runtime.numaflow.framing import HostLost
+from flowspark.runtime.numaflow.framing import recv as _recv
+from flowspark.runtime.numaflow.framing import send as _send
 from flowspark.runtime.numaflow.handlers import (
     Call,
     Fed,
@@ -60,7 +60,6 @@ from flowspark.shared.processes import pid_alive
 
 __all__ = ["HostHandlers", "host_address", "start_hosts", "stop_hosts", "host_stats", "HostLost"]
 
-_HEADER = struct.Struct("!Q")
 # How long a task waits for a host it started to listen.
 START_TIMEOUT_S = 30.0
 # How long stop_hosts waits for a host it asked to stop before killing it.
@@ -69,40 +68,9 @@ STOP_TIMEOUT_S = 5.0
 WATCH_INTERVAL_S = 1.0
 
 
-class HostLost(RuntimeError):
-    """A handler host went away while a task talked to it."""
-
-
 def host_address(run_id: str, partition: int) -> str:
     """The abstract socket name of a step's host for one partition of one run."""
     return f"\0flowspark-handlers-{run_id}-{partition}"
-
-
-# -- framing --------------------------------------------------------------------------
-
-
-def _send(sock: socket.socket, obj: Any) -> None:
-    try:
-        data = pickle.dumps(obj, protocol=5)
-    except Exception:  # classes pickled by value (a user's Message subclass in __main__)
-        data = pickling.dumps(obj, protocol=5)
-    sock.sendall(_HEADER.pack(len(data)) + data)
-
-
-def _recv_exactly(sock: socket.socket, size: int) -> bytearray:
-    buf = bytearray(size)
-    view, got = memoryview(buf), 0
-    while got < size:
-        n = sock.recv_into(view[got:])
-        if n == 0:
-            raise HostLost("the handler host closed the connection")
-        got += n
-    return buf
-
-
-def _recv(sock: socket.socket) -> Any:
-    (size,) = _HEADER.unpack(_recv_exactly(sock, _HEADER.size))
-    return pickle.loads(_recv_exactly(sock, size))
 
 
 # -- the host process -----------------------------------------------------------------
