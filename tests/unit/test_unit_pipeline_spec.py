@@ -688,11 +688,15 @@ SIDE_INPUT = {"name": "s", "container": {"image": "si"}, "trigger": {"schedule":
         ),
         ([SIDE_INPUT], ["t"], 'vertex "cat": side input "t" is not defined'),
         ([SIDE_INPUT], ["s", "s"], 'vertex "cat": side input "s" is defined more than once'),
-        ([SIDE_INPUT], [], "spec.sideInputs: side inputs are not supported by flowspark"),
         (
-            [SIDE_INPUT],
-            ["s"],
-            "spec.vertices[1].sideInputs: side inputs are not supported by flowspark",
+            [{**SIDE_INPUT, "trigger": {"schedule": "*/61 * *"}}],
+            [],
+            "spec.sideInputs[0].trigger: '*/61 * *' is not a cron schedule",
+        ),
+        (
+            [{**SIDE_INPUT, "trigger": {"schedule": "@hourly", "timezone": "Mars/Olympus"}}],
+            [],
+            "spec.sideInputs[0].trigger: 'Mars/Olympus' is not a known time zone",
         ),
         ([], ["s"], 'vertex "cat": side input "s" is not defined'),
     ],
@@ -704,6 +708,25 @@ def test_rule_26_side_inputs(side_inputs, used, message):
 
 def test_empty_side_inputs_ask_for_nothing():
     assert parse_spec(vertex(1, {"sideInputs": []}, pipeline(sideInputs=[])))
+
+
+@pytest.mark.parametrize(
+    ("trigger", "every_s"),
+    [
+        ({"schedule": "@every 1m30s"}, 90.0),
+        ({"schedule": "0 */2 * * * *"}, None),
+        ({"schedule": "*/5 * * * *", "timezone": "America/Los_Angeles"}, None),
+        ({"schedule": "@daily"}, None),
+    ],
+)
+def test_side_inputs_load_with_the_vertices_that_list_them(trigger, every_s):
+    side_input = {**SIDE_INPUT, "trigger": trigger}
+    spec = parse_spec(vertex(1, {"sideInputs": ["s"]}, pipeline(sideInputs=[side_input])))
+    (loaded,) = spec.side_inputs
+    assert (loaded.name, loaded.container.image) == ("s", "si")
+    assert (loaded.schedule, loaded.timezone) == (trigger["schedule"], trigger.get("timezone"))
+    assert loaded.every_s == every_s
+    assert spec.vertex("cat").side_inputs == ("s",)
 
 
 @pytest.mark.parametrize(

@@ -28,6 +28,7 @@ from flowspark.api.dataflow import MAP_STREAM_CONCURRENCY, Dataflow, Stream, map
 from flowspark.api.inputs import SourceWatermark
 from flowspark.api.udf.handlers import BatchMapper
 from flowspark.api.udf.servers import derives_from, handler_factory
+from flowspark.api.udf.side_input import SideInputServer, retriever
 from flowspark.api.window import SlidingWindow, TumblingWindow
 from flowspark.connectors.jetstream import JetStreamInput
 from flowspark.connectors.numaflow import (
@@ -40,8 +41,16 @@ from flowspark.connectors.numaflow import (
 )
 from flowspark.connectors.numaflow.http import HttpInput, HttpRoute, HttpServer, resolve_address
 from flowspark.pipeline.errors import PipelineSpecError
-from flowspark.pipeline.model import ContainerSpec, Edge, PipelineSpec, SinkSpec, Vertex
+from flowspark.pipeline.model import (
+    ContainerSpec,
+    Edge,
+    PipelineSpec,
+    SideInputSpec,
+    SinkSpec,
+    Vertex,
+)
 from flowspark.pipeline.mono_vertex import BypassTo, udf_names
+from flowspark.pipeline.side_inputs import SideInputService, SideInputVertex
 from flowspark.pipeline.spec import load_spec
 from flowspark.pipeline.udfs import ANNOTATION_PREFIX, server_from_script, server_kind
 from flowspark.pipeline.validate import go_quote
@@ -53,6 +62,7 @@ from flowspark.runtime.numaflow.builtins import (
 )
 from flowspark.runtime.numaflow.cycle import CycleRunner, EnterCycle, LeaveCycle, PerItemStep
 from flowspark.runtime.numaflow.datums import MapStreamRunner, TagRoute
+from flowspark.runtime.numaflow.script_host import ScriptProcess
 from flowspark.runtime.numaflow.transform import TransformRunner
 from flowspark.runtime.storage import Location
 from flowspark.shared.components import strongly_connected
@@ -193,6 +203,7 @@ def _handler_names(spec: PipelineSpec) -> set[str]:
     names = {v.name for v in spec.vertices}
     names |= {f"{v.name}.transformer" for v in spec.sources}
     names |= {f"{v.name}{role}" for v in spec.sinks for role in (".fb", ".ons")}
+    names |= {s.name for s in spec.side_inputs}
     return names
 
 
@@ -228,6 +239,7 @@ class _Builder:
         self.outputs: dict[str, Stream] = {}
         self.replaced_outputs = replaced_outputs
         self.sink_outputs: dict[str, Any] = {}
+        self.side_input_vertices: dict[str, SideInputVertex] = {}
 
     # -- the graph ---------------------------------------------------------------
 
@@ -256,6 +268,7 @@ class _Builder:
                 )
             journal_dir = where.local_path
             journal_dir.mkdir(parents=True, exist_ok=True)
+        side_inputs = self._side_inputs()
         for group in order:
             if self._is_cycle(group):
                 self._cycle(group)
@@ -276,7 +289,78 @@ class _Builder:
                 routes, journal_dir, host, port, certfile, keyfile, healthy_when_running=True
             )
             self.flow.services.append(server)
+        if side_inputs is not None:  # UDFs ready before the first datum arrives
+            self.flow.services.insert(0, side_inputs)
         return self.flow
+
+    def _side_inputs(self) -> SideInputService | None:
+        """The run's side inputs: each one's retrieve handler, and a UDF process for each
+        map vertex that lists some (other vertices cannot list them here)."""
+        if not self.spec.side_inputs:
+            return None
+        for vertex in self.spec.vertices:
+            udf = vertex.udf
+            if vertex.side_inputs and (udf is None or udf.group_by is not None or udf.builtin):
+                what: str = "reduce" if udf is not None and udf.group_by else vertex.kind
+                what = "builtin" if udf is not None and udf.builtin else what
+                raise PipelineSpecError(
+                    f'vertex "{vertex.name}": flowspark gives side inputs to map UDF vertices '
+                    f"only; this is a {what} vertex"
+                )
+            if vertex.side_inputs:
+                process = ScriptProcess(self._script(vertex.name, vertex), vertex.name)
+                self.side_input_vertices[vertex.name] = SideInputVertex(process, vertex.side_inputs)
+        retrievals = [(s, self._retrieval(s)) for s in self.spec.side_inputs]
+        return SideInputService(retrievals, list(self.side_input_vertices.values()))
+
+    def _retrieval(self, side_input: SideInputSpec) -> Any:
+        """A side input's retrieve handler, from its script (``--udf NAME=file.py``)."""
+        name = side_input.name
+        given = self._udf_source(name)
+        if given is None:
+            raise PipelineSpecError(
+                f'side input "{name}": its container image {side_input.container.image!r} '
+                f"cannot run on flowspark; give its Python handler with --udf {name}="
+                f"path/to/side_input.py or the annotation {ANNOTATION_PREFIX}{name}: "
+                "path/to/side_input.py"
+            )
+        if isinstance(given, (str, os.PathLike)):
+            given = server_from_script(self._resolved(name, given), name)
+        if server_kind(given) not in (None, "side_input"):
+            raise PipelineSpecError(
+                f'side input "{name}": its UDF must be a SideInputServer; it is a '
+                f"{server_kind(given)} server ({type(given).__name__})"
+            )
+        if isinstance(given, SideInputServer):
+            return given.retrieve
+        try:
+            return retriever(given)
+        except TypeError as exc:
+            raise PipelineSpecError(f'side input "{name}": {exc}') from None
+
+    def _script(self, name: str, vertex: Vertex) -> Path:
+        """The UDF file given for a vertex whose UDF runs in a process of its own."""
+        given = self._udf_source(name)
+        if not isinstance(given, (str, os.PathLike)):
+            raise PipelineSpecError(
+                f'vertex "{vertex.name}" reads side inputs, so its UDF runs as a script in a '
+                f"process of its own: give it as a file, --udf {name}=path/to/udf.py or the "
+                f"annotation {ANNOTATION_PREFIX}{name}: path/to/udf.py"
+            )
+        path = self._resolved(name, given)
+        if not path.is_file():
+            raise PipelineSpecError(
+                f'vertex "{vertex.name}": UDF file {str(path)!r} does not exist'
+            )
+        return path
+
+    def _resolved(self, name: str, given: str | os.PathLike[str]) -> Path:
+        """A UDF file's path: a ``--udf`` one is relative to the working directory, an
+        annotation's to the YAML file."""
+        path = Path(given)
+        if not path.is_absolute() and name in self.udfs:
+            path = Path.cwd() / path
+        return path
 
     def _order(self) -> list[list[Vertex]]:
         """The vertices in topological order, in groups: a vertex alone, or the
@@ -463,6 +547,9 @@ class _Builder:
             builtin = self._map_builtin(vertex)
             if builtin is not None:
                 return upstream.flat_map(vertex.name, builtin)
+            hosted = self.side_input_vertices.get(vertex.name)
+            if hosted is not None:
+                return upstream.map_stream(vertex.name, hosted.process.handler())
             server = self._server(vertex, "map", udf.container)
             if _is_batch_map(server):  # Numaflow hands it batches of readBatchSize
                 return upstream.batch_map(vertex.name, server, vertex.limits.read_batch_size)
@@ -594,10 +681,7 @@ class _Builder:
                 "path/to/udf.py"
             )
         if isinstance(given, (str, os.PathLike)):
-            path = Path(given)
-            if not path.is_absolute() and name in self.udfs:
-                path = Path.cwd() / path
-            given = server_from_script(path, vertex.name)
+            given = server_from_script(self._resolved(name, given), vertex.name)
         kind = server_kind(given)
         if kind is not None and kind not in _KINDS[role]:
             raise PipelineSpecError(

@@ -30,6 +30,7 @@ __all__ = [
     "PipelineSpec",
     "RetryStrategy",
     "SecretRef",
+    "SideInputSpec",
     "SinkSpec",
     "SourceSpec",
     "TagCondition",
@@ -277,6 +278,18 @@ class Bypass:
 
 
 @dataclass(frozen=True)
+class SideInputSpec:
+    """A side input (``spec.sideInputs[]``): its retrieval's container and schedule
+    (cron text, or ``every_s`` for ``@every <duration>``), in ``timezone``."""
+
+    name: str
+    container: ContainerSpec
+    schedule: str
+    timezone: str | None = None
+    every_s: float | None = None
+
+
+@dataclass(frozen=True)
 class Vertex:
     """A vertex; exactly one of ``source``/``udf``/``sink`` is set, as ``kind`` says.
     ``limits`` are the effective ones; ``partitions`` the effective count (1 for sources
@@ -291,6 +304,7 @@ class Vertex:
     limits: Limits = field(default_factory=Limits)
     partitions: int = 1
     ordered: bool = False
+    side_inputs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -310,6 +324,7 @@ class PipelineSpec:
     annotations: dict[str, str] = field(default_factory=dict)
     kind: Literal["Pipeline", "MonoVertex"] = "Pipeline"
     bypass: Bypass | None = None
+    side_inputs: tuple[SideInputSpec, ...] = ()
 
     def vertex(self, name: str) -> Vertex:
         """The vertex named ``name`` (``KeyError`` if there is none)."""

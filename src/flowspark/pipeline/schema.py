@@ -291,7 +291,7 @@ _VERTEX = _Obj(
         "initContainers": _NAMED_CONTAINERS,
         "sidecars": _NAMED_CONTAINERS,
         "updateStrategy": _UPDATE_STRATEGY,
-        "sideInputs": _Unsupported("side inputs are not supported by flowspark", _List(_STR)),
+        "sideInputs": _List(_STR),
         "containerTemplate": _K8S,
         "initContainerTemplate": _K8S,
         "sideInputsContainerTemplate": _K8S,
@@ -333,9 +333,7 @@ _SPEC = _Obj(
             }
         ),
         "ordered": _ORDERED,
-        "sideInputs": _Unsupported(
-            "side inputs are not supported by flowspark", _List(_SIDE_INPUT)
-        ),
+        "sideInputs": _List(_SIDE_INPUT),
         "interStepBufferServiceName": _K8S,
         "interStepBuffer": _K8S,
         "lifecycle": _K8S,

@@ -13,6 +13,7 @@ import binascii
 from datetime import timedelta
 from typing import Any, Literal
 
+from flowspark.pipeline.durations import parse_duration
 from flowspark.pipeline.errors import PipelineSpecError
 from flowspark.pipeline.model import (
     BuiltinSpec,
@@ -27,6 +28,7 @@ from flowspark.pipeline.model import (
     PipelineSpec,
     RetryStrategy,
     SecretRef,
+    SideInputSpec,
     SinkSpec,
     SourceSpec,
     TransformerSpec,
@@ -43,6 +45,7 @@ from flowspark.pipeline.validate import (
     image_of,
     is_ordered,
 )
+from flowspark.runtime.numaflow.side_inputs import Schedule
 
 __all__ = ["typed_spec"]
 
@@ -73,6 +76,10 @@ def typed_spec(doc: dict[str, Any], ignored: tuple[str, ...]) -> PipelineSpec:
         edges=tuple(_edge(e, f"spec.edges[{i}]") for i, e in enumerate(spec.get("edges", []))),
         limits=limits,
         watermark=_watermark(spec.get("watermark", {}), "spec.watermark"),
+        side_inputs=tuple(
+            _side_input(raw, f"spec.sideInputs[{i}]")
+            for i, raw in enumerate(spec.get("sideInputs", []))
+        ),
         ignored=ignored,
         annotations=dict(metadata.get("annotations", {})),
     )
@@ -183,6 +190,32 @@ def _vertex(raw: dict[str, Any], path: str, limits: Limits, spec: dict[str, Any]
         limits=_limits(raw.get("limits", {}), limits, f"{path}.limits"),
         partitions=partitions,
         ordered=ordered,
+        side_inputs=tuple(raw.get("sideInputs", ())),
+    )
+
+
+def _side_input(raw: dict[str, Any], path: str) -> SideInputSpec:
+    """A side input, its schedule checked (``@every <duration>``, or cron)."""
+    trigger = raw["trigger"]
+    text, timezone = trigger["schedule"].strip(), trigger.get("timezone")
+    every_s = None
+    if text.startswith("@every "):
+        every = parse_duration(text.removeprefix("@every ").strip(), f"{path}.trigger.schedule")
+        every_s = every.total_seconds()
+    try:
+        if every_s is not None:
+            Schedule.every(every_s)
+            Schedule.parse("@hourly", timezone)  # checks the time zone
+        else:
+            Schedule.parse(text, timezone)
+    except ValueError as exc:
+        raise PipelineSpecError(f"{path}.trigger: {exc}") from None
+    return SideInputSpec(
+        name=raw["name"],
+        container=_container(raw["container"]),
+        schedule=text,
+        timezone=timezone,
+        every_s=every_s,
     )
 
 

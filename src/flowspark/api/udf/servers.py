@@ -39,6 +39,7 @@ __all__ = [
     "capturing_servers",
     "set_server_options",
     "start_or_capture",
+    "host_servers",
     "NumaflowServer",
     "handler_factory",
     "derives_from",
@@ -267,11 +268,25 @@ def capturing_servers() -> Iterator[list[Any]]:
         _CAPTURED.reset(token)
 
 
+# Set in a process that runs a UDF script whole (a side-input vertex's UDF process):
+# ``start()`` of a server, in whichever thread calls it, serves the server there.
+_HOSTING: Callable[[Any], None] | None = None
+
+
+def host_servers(serve: Callable[[Any], None] | None) -> None:
+    """From now on (``None``: no longer), ``server.start()`` calls ``serve(server)``."""
+    global _HOSTING
+    _HOSTING = serve
+
+
 def start_or_capture(server: Any, run: Callable[[], None]) -> None:
     """What every server's ``start()`` does: recorded while :func:`capturing_servers`
-    is active, else ``run()``."""
+    is active, served by the hook of :func:`host_servers` if one is set, else ``run()``."""
     started = _CAPTURED.get()
     if started is not None:
         started.append(server)
+        return
+    if _HOSTING is not None:
+        _HOSTING(server)
         return
     run()

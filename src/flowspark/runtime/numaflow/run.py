@@ -42,6 +42,7 @@ from flowspark.runtime.errors import step_failure
 
 __all__ = [
     "run_map_stream",
+    "map_messages",
     "HandlerRun",
     "HandlerStep",
     "DatumStream",
@@ -116,7 +117,9 @@ async def _finish(agen: Any, step: Any, yielded: Any, out: list[Any]) -> None:
         out.append(message)
 
 
-def _generator(handler: Callable[..., Any], keys: list[str], datum: Any) -> Any:
+def map_messages(handler: Callable[..., Any], keys: list[str], datum: Any) -> Any:
+    """``handler(keys, datum)`` as an async generator of its messages, whichever shape
+    the handler has (async generator, coroutine returning ``Messages``, ``Messages``)."""
     agen = handler(keys, datum)
     if hasattr(agen, "__anext__"):
         return agen
@@ -176,7 +179,7 @@ async def _map_chunk(
         out: list[Any] = []
         results.append(out)
         try:
-            agen = _generator(handler, keys_of(datum), datum)
+            agen = map_messages(handler, keys_of(datum), datum)
             while True:
                 step = agen.__anext__()
                 try:
