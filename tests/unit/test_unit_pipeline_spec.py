@@ -894,12 +894,39 @@ def test_bad_durations_name_their_field(update, path, text):
     )
 
 
-@pytest.mark.parametrize("kind", ["kafka", "nats", "pulsar", "sqs", "serving"])
+@pytest.mark.parametrize("kind", ["kafka", "nats", "pulsar", "serving"])
 def test_unsupported_sources(kind):
     assert error(vertex(0, {"source": {kind: {"x": 1}}})) == (
         f"spec.vertices[0].source.{kind}: source kind '{kind}' is not supported by flowspark "
-        "(supported: http, generator, jetstream, udsource)"
+        "(supported: http, generator, jetstream, udsource, sqs)"
     )
+
+
+SQS = {"awsRegion": "us-west-2", "queueName": "q", "queueOwnerAWSAccountID": "123456789012"}
+
+
+def test_an_sqs_source_takes_numaflows_defaults():
+    spec = parse_spec(vertex(0, {"source": {"sqs": SQS}}))
+    sqs = spec.vertices[0].source.sqs
+    assert spec.vertices[0].source.kind == "sqs"
+    assert (sqs.queue_name, sqs.region, sqs.account_id) == ("q", "us-west-2", "123456789012")
+    # numaflow-core's defaults: 10 messages a call, no wait, 30 s visibility timeout.
+    assert (sqs.max_messages, sqs.wait_time_s, sqs.visibility_timeout) == (10, 0, 30)
+    assert (sqs.endpoint_url, sqs.attribute_names) == (None, ())
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("queueName", "", "queueName: required"),
+        ("maxNumberOfMessages", 11, "maxNumberOfMessages: must be between 1 and 10, got 11"),
+        ("waitTimeSeconds", 21, "waitTimeSeconds: must be between 0 and 20, got 21"),
+        ("visibilityTimeout", -1, "visibilityTimeout: must be between 0 and 43200, got -1"),
+        ("assumeRole", {"roleArn": "r"}, "assumeRole is not supported by flowspark yet"),
+    ],
+)
+def test_an_sqs_sources_checks(field, value, message):
+    assert message in error(vertex(0, {"source": {"sqs": {**SQS, field: value}}}))
 
 
 def test_a_udsource_takes_its_container():

@@ -40,6 +40,7 @@ from flowspark.connectors.numaflow import (
     UdSinkOutput,
 )
 from flowspark.connectors.numaflow.http import HttpInput, HttpRoute, HttpServer, resolve_address
+from flowspark.connectors.numaflow.sqs import SqsSourcer
 from flowspark.pipeline.errors import PipelineSpecError
 from flowspark.pipeline.model import (
     ContainerSpec,
@@ -479,6 +480,15 @@ class _Builder:
                 vertex.name,
                 read_batch_size=vertex.limits.read_batch_size,
                 read_timeout=vertex.limits.read_timeout,
+            )
+        elif source.kind == "sqs":
+            assert source.sqs is not None
+            inp = SourcerInput(
+                SqsSourcer(source.sqs),
+                vertex.name,
+                read_batch_size=vertex.limits.read_batch_size,
+                read_timeout=vertex.limits.read_timeout,
+                text_offsets=True,
             )
         elif source.kind == "jetstream":
             js = source.jetstream

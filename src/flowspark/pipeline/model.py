@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import Literal
 
 from flowspark.api.udf.checks import tags_match
+from flowspark.connectors.numaflow.sqs import SqsConfig
 from flowspark.shared.retry import RetryFields
 
 __all__ = [
@@ -150,14 +151,15 @@ class TransformerSpec:
 @dataclass(frozen=True)
 class SourceSpec:
     """A source vertex: ``kind`` says which of ``http``/``generator``/``jetstream``/
-    ``udsource`` is set (``udsource``: the container of a user-defined source)."""
+    ``udsource``/``sqs`` is set (``udsource``: the container of a user-defined source)."""
 
-    kind: Literal["http", "generator", "jetstream", "udsource"]
+    kind: Literal["http", "generator", "jetstream", "udsource", "sqs"]
     http: HttpSourceSpec | None = None
     generator: GeneratorSpec | None = None
     jetstream: JetStreamSourceSpec | None = None
     transformer: TransformerSpec | None = None
     udsource: ContainerSpec | None = None
+    sqs: SqsConfig | None = None
 
 
 @dataclass(frozen=True)

@@ -114,14 +114,14 @@ _RETRY = _Obj(
         "onFailure": _STR,
     }
 )
-SOURCE_KINDS = ("http", "generator", "jetstream", "udsource")
+SOURCE_KINDS = ("http", "generator", "jetstream", "udsource", "sqs")
 SINK_KINDS = ("log", "blackhole", "udsink")
 
 
 def _no_source(kind: str, schema: Any = None) -> _Unsupported:
     return _Unsupported(
         f"source kind {kind!r} is not supported by flowspark (supported: http, generator, "
-        "jetstream, udsource)",
+        "jetstream, udsource, sqs)",
         schema,
     )
 
@@ -177,7 +177,24 @@ _SOURCE = _Obj(
                 "auth": _Unsupported("source.jetstream.auth is not supported by flowspark yet"),
             }
         ),
-        **{kind: _no_source(kind) for kind in ("kafka", "nats", "pulsar", "sqs")},
+        "sqs": _Obj(
+            {
+                "awsRegion": _STR,
+                "queueName": _STR,
+                "queueOwnerAWSAccountID": _STR,
+                "visibilityTimeout": _INT,
+                "maxNumberOfMessages": _INT,
+                "waitTimeSeconds": _INT,
+                "endpointUrl": _STR,
+                "attributeNames": _List(_STR),
+                "messageAttributeNames": _List(_STR),
+                "assumeRole": _Unsupported(
+                    "source.sqs.assumeRole is not supported by flowspark yet (boto3's own "
+                    "credentials are used: environment, profile, instance role)"
+                ),
+            }
+        ),
+        **{kind: _no_source(kind) for kind in ("kafka", "nats", "pulsar")},
         "serving": _no_source("serving"),
     }
 )

@@ -13,6 +13,7 @@ import binascii
 from datetime import timedelta
 from typing import Any, Literal
 
+from flowspark.connectors.numaflow.sqs import SqsConfig
 from flowspark.pipeline.durations import parse_duration
 from flowspark.pipeline.errors import PipelineSpecError
 from flowspark.pipeline.model import (
@@ -236,8 +237,10 @@ def _one_kind(raw: dict[str, Any], kinds: tuple[str, ...], path: str, what: str)
 
 def _source(raw: dict[str, Any], path: str) -> SourceSpec:
     kind = _one_kind(raw, SOURCE_KINDS, path, "source")
-    http = generator = transformer = jetstream = udsource = None
-    if kind == "udsource":
+    http = generator = transformer = jetstream = udsource = sqs = None
+    if kind == "sqs":
+        sqs = _sqs(raw["sqs"], f"{path}.sqs")
+    elif kind == "udsource":
         udsource = _container(raw["udsource"]["container"])
     elif kind == "jetstream":
         jetstream = _jetstream(raw["jetstream"], f"{path}.jetstream")
@@ -266,6 +269,36 @@ def _source(raw: dict[str, Any], path: str) -> SourceSpec:
         jetstream=jetstream,
         transformer=transformer,
         udsource=udsource,
+        sqs=sqs,
+    )
+
+
+# Numaflow's bounds of an SQS source's integers (numaflow-core's config), inclusive.
+_SQS_BOUNDS = {
+    "visibilityTimeout": (0, 43200),
+    "waitTimeSeconds": (0, 20),
+    "maxNumberOfMessages": (1, 10),
+}
+
+
+def _sqs(raw: dict[str, Any], path: str) -> SqsConfig:
+    for required in ("awsRegion", "queueName", "queueOwnerAWSAccountID"):
+        if not raw.get(required):
+            raise PipelineSpecError(f"{path}.{required}: required")
+    for name, (low, high) in _SQS_BOUNDS.items():
+        value = raw.get(name)
+        if value is not None and not low <= value <= high:
+            raise PipelineSpecError(f"{path}.{name}: must be between {low} and {high}, got {value}")
+    return SqsConfig(
+        queue_name=raw["queueName"],
+        region=raw["awsRegion"],
+        account_id=raw["queueOwnerAWSAccountID"],
+        visibility_timeout=raw.get("visibilityTimeout", 30),
+        max_messages=raw.get("maxNumberOfMessages", 10),
+        wait_time_s=raw.get("waitTimeSeconds", 0),
+        endpoint_url=raw.get("endpointUrl"),
+        attribute_names=tuple(raw.get("attributeNames", ())),
+        message_attribute_names=tuple(raw.get("messageAttributeNames", ())),
     )
 
 

@@ -64,6 +64,8 @@ class SourcerInput(PartitionedInput):
     ``read_batch_size``: messages per read (Numaflow's ``readBatchSize``);
     ``read_timeout``: the read's ``timeout_in_ms`` (Numaflow's ``readTimeout``).
     The handler is trusted to honour the timeout, as Numaflow trusts it.
+    ``text_offsets``: datum ids show offsets as their text, not base64 (Numaflow's
+    built-in sources whose offsets are strings, e.g. SQS's receipt handles).
     """
 
     is_live = True
@@ -74,6 +76,7 @@ class SourcerInput(PartitionedInput):
         vertex: str = "source",
         read_batch_size: int = 500,
         read_timeout: timedelta = timedelta(seconds=1),
+        text_offsets: bool = False,
     ) -> None:
         _check_sourcer(sourcer, vertex)
         if not isinstance(read_batch_size, int) or read_batch_size < 1:
@@ -85,6 +88,7 @@ class SourcerInput(PartitionedInput):
         self.vertex = vertex
         self.read_batch_size = read_batch_size
         self.read_timeout = read_timeout
+        self.text_offsets = text_offsets
         self._runner: _Runner | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -115,8 +119,11 @@ class SourcerInput(PartitionedInput):
         )
 
 
-def message_datum(message: Any, vertex: str) -> tuple[Datum, tuple[bytes, int]]:
-    """A read message as a datum, and its offset as ``(bytes, partition)``.
+def message_datum(
+    message: Any, vertex: str, text_offsets: bool = False
+) -> tuple[Datum, tuple[bytes, int]]:
+    """A read message as a datum, and its offset as ``(bytes, partition)``; the
+    datum's id shows the offset in base64, or as its text with ``text_offsets``.
 
     >>> from flowspark.api.udf.source import Message
     >>> m = Message(b"v", Offset(b"0", 2), datetime(2024, 1, 1), headers={"h": "1"})
@@ -143,7 +150,8 @@ def message_datum(message: Any, vertex: str) -> tuple[Datum, tuple[bytes, int]]:
         )
     if not isinstance(payload, bytes):
         raise UdSourceError(f'user-defined source "{vertex}": a message payload is not bytes')
-    ident = f"{base64.b64encode(raw).decode('ascii')}-{partition}"
+    shown = raw.decode("utf-8", "replace") if text_offsets else base64.b64encode(raw).decode()
+    ident = f"{shown}-{partition}"
     datum = Datum._make(keys, payload, event_time, event_time, headers, ident, [])
     return datum, (raw, int(partition))
 
@@ -253,7 +261,8 @@ class _SourcerPart(StatefulSource):
         self._got = bool(messages)
         if not messages:
             return []
-        pairs = [message_datum(m, self.runner.vertex) for m in messages]
+        text = self.runner.config.text_offsets
+        pairs = [message_datum(m, self.runner.vertex, text) for m in messages]
         self.reads += 1
         self.runner.keep(self.reads, [offset for _, offset in pairs])
         return [datum for datum, _ in pairs]
