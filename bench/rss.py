@@ -8,7 +8,11 @@ resident set sizes at each sample and keeps the largest sum.
 
 The sum counts pages shared between processes (e.g. a forked worker and its
 parent) once per process, so it is an upper bound of the memory the tree holds;
-a process that lives shorter than one sampling interval may be missed.
+a process that lives shorter than one sampling interval may be missed. A child
+that shares its parent's address space is not counted: the JVM starts every
+command (Hadoop's ``chmod`` of each new checkpoint file, two per micro-batch) with
+``posix_spawn``, whose child runs in the JVM's own memory until it execs, and
+reads as a second process with the JVM's whole RSS (``kcmp(2)`` tells).
 
 Needs ``psutil`` in the interpreter running ``run.py`` (the child's interpreter,
 e.g. the bytewax venv, does not need it); without it the peak is ``None``.
@@ -16,6 +20,7 @@ e.g. the bytewax venv, does not need it); without it the peak is ``None``.
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from types import TracebackType
 from typing import Any
@@ -36,8 +41,23 @@ def available() -> bool:
     return psutil is not None
 
 
+_SYS_KCMP = 312  # x86-64
+_KCMP_VM = 1
+
+
+def _same_memory(pid: int, other: int) -> bool:
+    """Whether two processes share one address space (``kcmp(2)``; ``False`` where it
+    cannot tell)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.syscall(_SYS_KCMP, pid, other, _KCMP_VM, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
 def tree_rss(root: Any) -> int:
-    """Sum of RSS (bytes) of ``root`` (a ``psutil.Process``) and its live descendants."""
+    """Sum of RSS (bytes) of ``root`` (a ``psutil.Process``) and its live descendants,
+    each address space once."""
     try:
         procs = [root, *root.children(recursive=True)]
     except psutil.Error:  # root has exited
@@ -45,6 +65,9 @@ def tree_rss(root: Any) -> int:
     total = 0
     for proc in procs:
         try:
+            parent = proc.ppid()
+            if proc is not root and _same_memory(proc.pid, parent):
+                continue  # spawned, not exec'd yet: its parent's memory
             total += proc.memory_info().rss
         except psutil.Error:  # exited between listing and reading
             continue

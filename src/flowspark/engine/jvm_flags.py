@@ -11,6 +11,9 @@ JVM_FLAGS = (
     "-XX:G1HeapRegionSize=4m",
     "-XX:MinHeapFreeRatio=10",
     "-XX:MaxHeapFreeRatio=30",
+    "-Xms64m",
+    "-XX:GCTimeRatio=9",
 )
 """Flags for flowspark's JVMs (driver and executors): the C1 JIT compiler only, and
-a heap that stays the size the run needs (see :mod:`flowspark.engine.session`)."""
+a heap that starts small and stays the size the run needs (see
+:mod:`flowspark.engine.session`)."""
