@@ -120,7 +120,7 @@ class SideInputService:
 def _wait_for_value(manager: SideInputManager) -> None:
     """Wait until the side input broadcast a value once (as a Numaflow vertex waits)."""
     while not manager.has_value.wait(_WAIT_NOTE_S):
-        log.info(
+        log.warning(
             "side input %s: waiting for its first broadcast value (next retrieval at %s)",
             manager.name,
             manager.next_fire().isoformat(timespec="seconds"),
