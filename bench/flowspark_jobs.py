@@ -93,6 +93,7 @@ def _run(flow: Any, stream: bool | None = None, max_batch_items: int | None = No
             recovery_dir=_fresh_recovery_dir(),
             max_batch_items=max_batch_items,
             recovery_shared=on_cluster,
+            release_planning_workers=True,  # one flow per process, as the CLI runs it
         )
     else:
         config = RunConfig(max_batch_items=max_batch_items)
@@ -493,7 +494,10 @@ def run_latency(n: int) -> dict[str, Any]:
     flow.output("out", _recording_output(recorder))
     with tempfile.TemporaryDirectory(prefix="bench-flowspark-latency-") as recovery_dir:
         t0 = time.perf_counter()
-        report = run_flow(flow, RunConfig(bounded=False, recovery_dir=recovery_dir))
+        config = RunConfig(
+            bounded=False, recovery_dir=recovery_dir, release_planning_workers=True
+        )  # one flow per process, as the CLI runs it
+        report = run_flow(flow, config)
         seconds = time.perf_counter() - t0
     return {
         "seconds": seconds,

@@ -229,7 +229,10 @@ def _flowspark_child(n: int, rate: int, keys: int, interval: float, kind: str) -
     if kind == "window021":
         try:
             flow = _window021_flow("flowspark", n, rate, keys, recorder)
-            run_flow(flow, RunConfig(bounded=False, recovery_dir=recovery_dir))
+            run_flow(
+                flow,
+                RunConfig(bounded=False, recovery_dir=recovery_dir, release_planning_workers=True),
+            )
             return recorder.finish()
         finally:
             shutil.rmtree(recovery_dir, ignore_errors=True)
@@ -244,7 +247,13 @@ def _flowspark_child(n: int, rate: int, keys: int, interval: float, kind: str) -
         "forward", Forward, timeout=timedelta(seconds=10), watermark_delay=timedelta(0)
     ).output("out", Recording())
     try:
-        run_flow(flow, RunConfig(bounded=False, recovery_dir=recovery_dir, listeners=[Figures()]))
+        config = RunConfig(
+            bounded=False,
+            recovery_dir=recovery_dir,
+            listeners=[Figures()],
+            release_planning_workers=True,  # one flow per process, as the CLI runs it
+        )
+        run_flow(flow, config)
         return recorder.finish()
     finally:
         shutil.rmtree(recovery_dir, ignore_errors=True)

@@ -593,6 +593,7 @@ def _run_config(args: argparse.Namespace) -> Any:
         metrics_host=args.metrics_host,
         parallelism=args.parallelism,
         recovery_shared=args.shared_recovery,
+        release_planning_workers=True,  # one flow per process
     )
 
 

@@ -56,5 +56,6 @@ def run_main(
             recovery_dir=str(recovery_dir) if recovery_dir else None,
             epoch_interval=epoch_interval,
             master=master,
+            release_planning_workers=True,
         ),
     )

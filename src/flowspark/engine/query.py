@@ -38,6 +38,7 @@ from flowspark.connectors.memory import TestingInput, TestingOutput
 from flowspark.engine.compat import is_connect
 from flowspark.engine.errors import FlowRunError, clean_spark_error, warn_late_items
 from flowspark.engine.observe import ProgressHub, ProgressLog, ReportBuilder, RunListener, RunReport
+from flowspark.engine.planning_workers import PlanningWorkersRelease
 from flowspark.engine.progress import watch_run
 from flowspark.engine.recovery_check import check_recovery_directory
 from flowspark.engine.recovery_damage import name_damage
@@ -91,7 +92,10 @@ class RunConfig:
     mount at that same path (required with a path on a non-local master).
     ``remote``: a Spark Connect server (``sc://host:port``; default
     ``$FLOWSPARK_REMOTE`` or ``$SPARK_REMOTE``) that runs the flow; outputs are
-    still written here, in this process.
+    still written here, in this process. ``release_planning_workers``: after a
+    streamed run's first micro-batch, stop Spark's Python processes that planned
+    its query (260 MB; a later run in this process starts them again, 0.5 s; see
+    :mod:`flowspark.engine.planning_workers`); the command line and ``run_main`` set it.
     """
 
     bounded: bool = False
@@ -110,6 +114,7 @@ class RunConfig:
     parallelism: int | None = None
     recovery_shared: bool = False
     remote: str | None = None
+    release_planning_workers: bool = False
 
 
 def _register_user_modules(plan: Plan) -> None:
@@ -420,6 +425,8 @@ def _execute(
         listeners += [s for s in services if isinstance(s, RunListener)]
         if os.environ.get("FLOWSPARK_PROGRESS_LOG") and not warming:
             listeners.append(ProgressLog(os.environ["FLOWSPARK_PROGRESS_LOG"]))
+        if streamed and config.release_planning_workers and not is_connect(spark):
+            listeners.append(PlanningWorkersRelease(spark))
         figures = _handler_figures(compiled) if _local(spark) else None
         hub = ProgressHub(listeners, streamed, figures)
         dispatcher = BatchDispatcher(
