@@ -16,12 +16,14 @@ def log_records(lines: Iterable[str]) -> list[dict]:
         payload, rest = text.removeprefix("Payload - ").split(" Keys - ", 1)
         keys, rest = rest.split(" EventTime - ", 1)
         event_time, rest = rest.split(" Headers - ", 1)
+        headers, ident = rest.rsplit(" ID - ", 1)
         records.append(
             {
                 "payload": payload,
                 "keys": keys,
                 "event_time": int(event_time),
-                "id": rest.rsplit(" ID - ", 1)[1],
+                "headers": headers,
+                "id": ident,
             }
         )
     return records

@@ -3,16 +3,11 @@ the images swapped for Python handlers with ``--udf FIELD=file.py``."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tests.flowspark_run import run_until
 from tests.numaflow_log import log_records
-from tests.server_process import interrupt
 
 ROOT = Path(__file__).resolve().parents[2]
 UDFS = ROOT / "examples" / "numaflow" / "udfs"
@@ -25,29 +20,9 @@ def _run_until(
     """Run the MonoVertex ``yaml_name`` until its stdout lines are ``enough``, then stop it
     as Ctrl-C does; its stdout lines and stderr."""
     udf_args = [arg for field, name in udfs.items() for arg in ("--udf", f"{field}={UDFS / name}")]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "flowspark.run", str(MONO / yaml_name), *udf_args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT / "src"), "PYTHONUNBUFFERED": "1"},
-        start_new_session=True,
-    )  # fmt: skip
-    lines: list[str] = []
-    reader = threading.Thread(
-        target=lambda: lines.extend(line.rstrip("\n") for line in proc.stdout or []), daemon=True
-    )
-    reader.start()
-    deadline = time.monotonic() + 240
-    try:
-        while not enough(list(lines)):
-            assert proc.poll() is None, proc.stderr.read()[-3000:] if proc.stderr else ""
-            assert time.monotonic() < deadline, f"not enough output in 240 s: {lines[-5:]}"
-            time.sleep(0.2)
-    finally:
-        interrupt(proc)
-    reader.join(timeout=10)
-    stderr = proc.stderr.read() if proc.stderr else ""
-    assert proc.returncode == 130, stderr[-3000:]  # stopped as Ctrl-C stops a run
-    return lines, stderr
+    run = run_until([str(MONO / yaml_name), *udf_args], enough)
+    assert run.returncode == 130, run.stderr[-3000:]  # stopped as Ctrl-C stops a run
+    return run.lines, run.stderr
 
 
 RS_EXAMPLE = {

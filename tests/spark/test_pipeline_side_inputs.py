@@ -4,52 +4,29 @@ schedule reaching the UDF while the run goes on."""
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import subprocess
-import sys
-import threading
-import time
 from pathlib import Path
 
-from tests.server_process import interrupt
+from tests.flowspark_run import run_until
+from tests.numaflow_log import log_records
 
 ROOT = Path(__file__).resolve().parents[2]
 UDFS = ROOT / "examples" / "numaflow" / "udfs"
 VALUE = re.compile(r"an example: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+")
 
 
-def _run_until(yaml: Path, enough, timeout: float = 240) -> list[str]:
-    """Run the pipeline until ``enough(lines)``; its stdout lines."""
-    proc = subprocess.Popen(
-        [
-            sys.executable, "-m", "flowspark.run", str(yaml),
-            "--udf", f"myticker={UDFS / 'simple_sideinput.py'}",
-            "--udf", f"si-log={UDFS / 'sideinput_udf.py'}",
-        ],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT / "src"), "PYTHONUNBUFFERED": "1"},
-        start_new_session=True,
-    )  # fmt: skip
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(proc.stdout or []), daemon=True)
-    reader.start()
-    deadline = time.monotonic() + timeout
-    try:
-        while not enough(list(lines)):
-            assert proc.poll() is None, proc.stderr.read()[-3000:] if proc.stderr else ""
-            assert time.monotonic() < deadline, f"not enough output in {timeout:g} s: {lines}"
-            time.sleep(0.2)
-    finally:
-        interrupt(proc)
-    reader.join(timeout=10)
-    return [line.rstrip("\n") for line in lines]
+def _run_until(yaml: Path, enough) -> list[str]:
+    """Run the pipeline with the example's side input and UDF until ``enough(lines)``;
+    its stdout lines."""
+    udfs = [
+        "--udf", f"myticker={UDFS / 'simple_sideinput.py'}",
+        "--udf", f"si-log={UDFS / 'sideinput_udf.py'}",
+    ]  # fmt: skip
+    return run_until([str(yaml), *udfs], enough).lines
 
 
 def _payloads(lines: list[str]) -> list[str]:
-    messages = [json.loads(line)["message"] for line in lines if line[:1] == "{"]
-    return [m.removeprefix("Payload - ").split(" Keys - ", 1)[0] for m in messages]
+    return [record["payload"] for record in log_records(lines)]
 
 
 def test_pynumaflows_simple_sideinput_runs_from_its_yaml_and_prints_what_numaflow_prints():

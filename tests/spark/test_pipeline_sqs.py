@@ -4,19 +4,14 @@ sink logs it, and deleted from the queue once its micro-batch is committed."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import threading
-import time
 from pathlib import Path
 
 import boto3
 import pytest
 
+from tests.flowspark_run import run_until
+from tests.numaflow_log import log_records
 from tests.s3_server import S3Server
-from tests.server_process import interrupt
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "numaflow" / "monovertex" / "22-sqs-source-mvtx.yaml"
@@ -58,39 +53,17 @@ def test_numaflows_sqs_mono_vertex_logs_each_message_once_and_deletes_it(moto, m
         reply = sqs.send_message(QueueUrl=url, MessageBody=f"m{i}")
         sent[reply["MessageId"]] = f"m{i}"
 
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "flowspark.run", str(EXAMPLE)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-        env={**os.environ, **env, "PYTHONPATH": str(ROOT / "src"), "PYTHONUNBUFFERED": "1"},
-        start_new_session=True,
-    )  # fmt: skip
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(proc.stdout or []), daemon=True)
-    reader.start()
-    deadline = time.monotonic() + 240
-    try:
+    def all_logged_and_deleted(lines: list[str]) -> bool:
         # Every message logged, and every one deleted (its micro-batch committed).
-        while sum(line[:1] == "{" for line in list(lines)) < N or _queue_counts(sqs, url) != (
-            0,
-            0,
-        ):
-            assert proc.poll() is None, proc.stderr.read()[-3000:] if proc.stderr else ""
-            assert time.monotonic() < deadline, f"{len(lines)} lines, {_queue_counts(sqs, url)}"
-            time.sleep(0.2)
-    finally:
-        interrupt(proc)
-    reader.join(timeout=10)
-    messages = [json.loads(line)["message"] for line in lines if line[:1] == "{"]
+        return len(log_records(lines)) >= N and _queue_counts(sqs, url) == (0, 0)
+
+    run = run_until([str(EXAMPLE)], all_logged_and_deleted, env=env)
     seen = {}
-    for text in messages:
-        payload, rest = text.removeprefix("Payload - ").split(" Keys - ", 1)
-        key, rest = rest.split(" EventTime - ", 1)
-        event_ms, rest = rest.split(" Headers - ", 1)
-        headers, ident = rest.rsplit(" ID - ", 1)
+    for record in log_records(run.lines):
         # Numaflow's SQS source: key = message id, event time = SentTimestamp, the
         # system attributes as headers, id = "<receipt handle>-<replica>".
-        assert f"SentTimestamp: {event_ms}" in headers
-        assert ident.endswith("-0") and len(ident) > 10
-        assert key not in seen, f"message {key} logged twice"
-        seen[key] = payload
+        assert f"SentTimestamp: {record['event_time']}" in record["headers"]
+        assert record["id"].endswith("-0") and len(record["id"]) > 10
+        assert record["keys"] not in seen, f"message {record['keys']} logged twice"
+        seen[record["keys"]] = record["payload"]
     assert seen == sent

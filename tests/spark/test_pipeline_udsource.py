@@ -5,10 +5,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import subprocess
-import sys
-import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,14 +25,11 @@ from flowspark.sourcer import (
     Sourcer,
 )
 from flowspark.testing import TestingOutput
-from tests.server_process import interrupt
+from tests.flowspark_run import run_until
+from tests.numaflow_log import log_records
 
 ROOT = Path(__file__).resolve().parents[2]
 UDFS = ROOT / "examples" / "numaflow" / "udfs"
-
-
-def _log_messages(lines: list[str]) -> list[str]:
-    return [json.loads(line)["message"] for line in lines if line[:1] == "{"]
 
 
 def test_pynumaflows_simple_source_runs_as_a_vertex_and_prints_what_numaflow_prints():
@@ -44,42 +37,20 @@ def test_pynumaflows_simple_source_runs_as_a_vertex_and_prints_what_numaflow_pri
     # readBatchSize 2) with the example file, prefix swapped, as the vertex. The source
     # reads 2 messages and then nothing until they are acked: every line past the
     # second shows that flowspark acked a committed micro-batch.
-    proc = subprocess.Popen(
-        [
-            sys.executable, "-m", "flowspark.run", str(UDFS / "simple_source.yaml"),
-            "--udf", f"in={UDFS / 'simple_source.py'}",
-        ],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT / "src"), "PYTHONUNBUFFERED": "1"},
-        start_new_session=True,
-    )  # fmt: skip
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(proc.stdout or []), daemon=True)
-    reader.start()
-    deadline = time.monotonic() + 240
-    try:
-        while len(_log_messages(list(lines))) < 8:
-            assert proc.poll() is None, proc.stderr.read()[-3000:] if proc.stderr else ""
-            assert time.monotonic() < deadline, "fewer than 8 messages in 240 s"
-            time.sleep(0.2)
-    finally:
-        interrupt(proc)
-    reader.join(timeout=10)
-    stderr = proc.stderr.read() if proc.stderr else ""
-    assert "Starting grpc server" in stderr  # the example's own log line
-    messages = _log_messages(lines)[:8]
+    run = run_until(
+        [str(UDFS / "simple_source.yaml"), "--udf", f"in={UDFS / 'simple_source.py'}"],
+        lambda lines: len(log_records(lines)) >= 8,
+    )
+    assert "Starting grpc server" in run.stderr  # the example's own log line
     # Numaflow's log sink: payload str(read_idx) after the increment, no keys, the
     # example's event time (now), a fresh x-txn-id header, id = Numaflow's offset
     # string "<base64 offset>-<partition>".
-    for i, text in enumerate(messages):
-        payload, rest = text.removeprefix("Payload - ").split(" Keys - ", 1)
-        keys, rest = rest.split(" EventTime - ", 1)
-        event_ms, rest = rest.split(" Headers - ", 1)
-        headers, ident = rest.rsplit(" ID - ", 1)
-        assert (payload, keys) == (str(i + 1), "")
-        assert ident == f"{base64.b64encode(str(i).encode()).decode()}-0"
+    for i, record in enumerate(log_records(run.lines)[:8]):
+        assert (record["payload"], record["keys"]) == (str(i + 1), "")
+        assert record["id"] == f"{base64.b64encode(str(i).encode()).decode()}-0"
+        headers = record["headers"]
         assert headers.startswith("x-txn-id: ") and headers.endswith(", ")
-        assert abs(int(event_ms) - time.time() * 1000) < 600_000
+        assert abs(record["event_time"] - time.time() * 1000) < 600_000
 
 
 class Numbers(Sourcer):

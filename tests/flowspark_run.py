@@ -1,0 +1,58 @@
+"""Run ``python -m flowspark.run`` on a flow that never ends, until its output is enough."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.server_process import interrupt
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class RunOutput:
+    """What a stopped run printed, and how it exited."""
+
+    lines: list[str]
+    stderr: str
+    returncode: int | None
+
+
+def run_until(
+    args: list[str],
+    enough: Callable[[list[str]], bool],
+    env: Mapping[str, str] | None = None,
+    timeout: float = 240,
+) -> RunOutput:
+    """Run ``python -m flowspark.run *args`` from the repository root until
+    ``enough(stdout lines)``, then stop it as Ctrl-C does. A run that exits first, or
+    is not done in ``timeout`` seconds, fails the test with what it printed."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flowspark.run", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        env={**os.environ, **(env or {}), "PYTHONPATH": str(ROOT / "src"), "PYTHONUNBUFFERED": "1"},
+        start_new_session=True,
+    )  # fmt: skip
+    lines: list[str] = []
+    reader = threading.Thread(
+        target=lambda: lines.extend(line.rstrip("\n") for line in proc.stdout or []), daemon=True
+    )
+    reader.start()
+    deadline = time.monotonic() + timeout
+    try:
+        while not enough(list(lines)):
+            assert proc.poll() is None, proc.stderr.read()[-3000:] if proc.stderr else ""
+            assert time.monotonic() < deadline, f"not enough output in {timeout:g} s: {lines[-5:]}"
+            time.sleep(0.2)
+    finally:
+        interrupt(proc)
+    reader.join(timeout=10)
+    stderr = proc.stderr.read() if proc.stderr else ""
+    return RunOutput(lines, stderr, proc.returncode)
