@@ -13,14 +13,17 @@ side closes the connection.
 
 from __future__ import annotations
 
+import os
 import pickle
 import socket
 import struct
+import traceback
+from collections.abc import Callable
 from typing import Any
 
 from flowspark.runtime import pickling
 
-__all__ = ["HostLost", "send", "recv"]
+__all__ = ["HostLost", "send", "recv", "serve_connection"]
 
 _HEADER = struct.Struct("!Q")
 
@@ -53,3 +56,25 @@ def recv(sock: socket.socket) -> Any:
     """Receive one message."""
     (size,) = _HEADER.unpack(_recv_exactly(sock, _HEADER.size))
     return pickle.loads(_recv_exactly(sock, size))
+
+
+def serve_connection(conn: socket.socket, answer: Callable[[Any], Any]) -> None:
+    """A resident process's side of one connection: each request's ``answer``, until
+    the other side closes it; a ``("stop",)`` request ends the process. An exception
+    ``answer`` raises (a bug of flowspark's) is sent back as ``("error", traceback)``."""
+    with conn:
+        while True:
+            try:
+                request = recv(conn)
+            except (HostLost, OSError):
+                return
+            if request[0] == "stop":
+                os._exit(0)
+            try:
+                reply = answer(request)
+            except Exception:
+                reply = ("error", traceback.format_exc())
+            try:
+                send(conn, reply)
+            except OSError:
+                return

@@ -40,13 +40,12 @@ import subprocess
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Sequence
 from typing import Any
 
 from flowspark.runtime.codec import decode_items, encode_items
 from flowspark.runtime.errors import RemoteStepFailure
-from flowspark.runtime.numaflow.framing import HostLost
+from flowspark.runtime.numaflow.framing import HostLost, serve_connection
 from flowspark.runtime.numaflow.framing import recv as _recv
 from flowspark.runtime.numaflow.framing import send as _send
 from flowspark.runtime.numaflow.handlers import (
@@ -150,25 +149,6 @@ class _Host:
         return steps
 
 
-def _serve_connection(host: _Host, conn: socket.socket) -> None:
-    with conn:
-        while True:
-            try:
-                request = _recv(conn)
-            except (HostLost, OSError):
-                return
-            if request[0] == "stop":
-                os._exit(0)
-            try:
-                reply = host.handle(request)
-            except Exception:  # a bug of flowspark's: the task fails with it
-                reply = ("error", traceback.format_exc())
-            try:
-                _send(conn, reply)
-            except OSError:
-                return
-
-
 def _watch(pid: int) -> None:
     while pid_alive(pid):
         time.sleep(WATCH_INTERVAL_S)
@@ -187,7 +167,7 @@ def serve(address: str, watch_pid: int) -> int:
     host = _Host()
     while True:
         conn, _ = listener.accept()
-        threading.Thread(target=_serve_connection, args=(host, conn), daemon=True).start()
+        threading.Thread(target=serve_connection, args=(conn, host.handle), daemon=True).start()
 
 
 # -- the task's side ------------------------------------------------------------------

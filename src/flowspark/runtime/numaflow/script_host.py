@@ -38,7 +38,7 @@ from typing import Any
 
 from flowspark.api.udf.servers import NumaflowServer, host_servers
 from flowspark.runtime.errors import RemoteStepFailure, step_failure
-from flowspark.runtime.numaflow.framing import HostLost, recv, send
+from flowspark.runtime.numaflow.framing import HostLost, recv, send, serve_connection
 from flowspark.runtime.numaflow.run import map_messages
 from flowspark.shared.processes import pid_alive
 
@@ -78,18 +78,7 @@ class _Served:
 
     def _connection(self, conn: socket.socket) -> None:
         loop = asyncio.new_event_loop()  # one per connection: calls run side by side
-        with conn:
-            while True:
-                try:
-                    request = recv(conn)
-                except (HostLost, OSError):
-                    return
-                if request[0] == "stop":
-                    os._exit(0)
-                try:
-                    send(conn, self._answer(request, loop))
-                except OSError:
-                    return
+        serve_connection(conn, lambda request: self._answer(request, loop))
 
     def _answer(self, request: tuple[Any, ...], loop: asyncio.AbstractEventLoop) -> tuple[Any, ...]:
         if request[0] == "kind":
