@@ -245,8 +245,21 @@ def test_a_side_input_without_a_handler_asks_for_one(tmp_path):
 
 def test_a_sink_that_lists_side_inputs_is_refused(tmp_path):
     path = _pipeline(tmp_path, m="", out=", sideInputs: [ticker]")
-    with pytest.raises(PipelineSpecError, match='vertex "out": flowspark gives side inputs to map'):
+    with pytest.raises(PipelineSpecError) as error:
         load(path, udfs={"ticker": _side_input_script(tmp_path, TICKER)})
+    assert str(error.value) == (
+        'vertex "out": flowspark gives side inputs to map UDF vertices that are not on a '
+        "cycle; this one is a sink vertex"
+    )
+
+
+def test_a_map_vertex_on_a_cycle_that_lists_side_inputs_is_refused(tmp_path):
+    path = _pipeline(tmp_path)
+    to_self = "{from: m, to: out}, {from: m, to: m}"
+    path.write_text(path.read_text().replace("{from: m, to: out}", to_self))
+    (tmp_path / "m.py").write_text("")
+    with pytest.raises(PipelineSpecError, match='vertex "m": .* this one is on a cycle'):
+        load(path, udfs={"ticker": _side_input_script(tmp_path, TICKER), "m": tmp_path / "m.py"})
 
 
 def test_a_side_input_script_must_start_a_side_input_server(tmp_path):

@@ -269,7 +269,7 @@ class _Builder:
                 )
             journal_dir = where.local_path
             journal_dir.mkdir(parents=True, exist_ok=True)
-        side_inputs = self._side_inputs()
+        side_inputs = self._side_inputs(order)
         for group in order:
             if self._is_cycle(group):
                 self._cycle(group)
@@ -294,23 +294,31 @@ class _Builder:
             self.flow.services.insert(0, side_inputs)
         return self.flow
 
-    def _side_inputs(self) -> SideInputService | None:
+    def _side_inputs(self, order: list[list[Vertex]]) -> SideInputService | None:
         """The run's side inputs: each one's retrieve handler, and a UDF process for each
-        map vertex that lists some (other vertices cannot list them here)."""
+        map vertex that lists some (other vertices cannot list them here). ``order``:
+        the vertices in groups, as :meth:`_order` gives them."""
         if not self.spec.side_inputs:
             return None
+        on_cycles = {v.name for group in order if self._is_cycle(group) for v in group}
         for vertex in self.spec.vertices:
+            if not vertex.side_inputs:
+                continue
             udf = vertex.udf
-            if vertex.side_inputs and (udf is None or udf.group_by is not None or udf.builtin):
-                what: str = "reduce" if udf is not None and udf.group_by else vertex.kind
-                what = "builtin" if udf is not None and udf.builtin else what
+            what = None
+            if udf is None or udf.group_by is not None:
+                what = f"a {'reduce' if udf is not None else vertex.kind} vertex"
+            elif udf.builtin is not None:
+                what = "a builtin"
+            elif vertex.name in on_cycles:
+                what = "on a cycle"
+            if what is not None:
                 raise PipelineSpecError(
                     f'vertex "{vertex.name}": flowspark gives side inputs to map UDF vertices '
-                    f"only; this is a {what} vertex"
+                    f"that are not on a cycle; this one is {what}"
                 )
-            if vertex.side_inputs:
-                process = ScriptProcess(self._script(vertex.name, vertex), vertex.name)
-                self.side_input_vertices[vertex.name] = SideInputVertex(process, vertex.side_inputs)
+            process = ScriptProcess(self._script(vertex), vertex.name)
+            self.side_input_vertices[vertex.name] = SideInputVertex(process, vertex.side_inputs)
         retrievals = [(s, self._retrieval(s)) for s in self.spec.side_inputs]
         return SideInputService(retrievals, list(self.side_input_vertices.values()))
 
@@ -339,8 +347,9 @@ class _Builder:
         except TypeError as exc:
             raise PipelineSpecError(f'side input "{name}": {exc}') from None
 
-    def _script(self, name: str, vertex: Vertex) -> Path:
+    def _script(self, vertex: Vertex) -> Path:
         """The UDF file given for a vertex whose UDF runs in a process of its own."""
+        name = vertex.name
         given = self._udf_source(name)
         if not isinstance(given, (str, os.PathLike)):
             raise PipelineSpecError(
