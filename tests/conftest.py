@@ -23,3 +23,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         marker = MARKER_BY_FOLDER.get(folder)
         if marker is not None and item.get_closest_marker(marker) is None:
             item.add_marker(marker)
+
+
+@pytest.fixture()
+def moto_server(tmp_path: Path):
+    """moto's server (S3, SQS …) on a loopback port, for one test."""
+    from tests.s3_server import S3Server
+
+    with S3Server(tmp_path) as server:
+        yield server

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from tests.http_clients import free_port, server_binary
 from tests.server_process import ServerProcess
@@ -48,3 +49,35 @@ class S3Server(ServerProcess):
         request = urllib.request.Request(f"{self.endpoint}/{bucket}", method="PUT")
         with urllib.request.urlopen(request, timeout=10) as reply:
             assert reply.status == 200, reply.status
+
+
+# -- SQS: moto's server answers every AWS API it mocks, SQS too ----------------------
+
+
+def aws_env(endpoint: str) -> dict[str, str]:
+    """The environment that points boto3 (in this process or a flow's) at ``endpoint``."""
+    return {
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+        "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+    }
+
+
+def sqs_client(endpoint: str, region: str) -> Any:
+    """A boto3 SQS client for moto's server at ``endpoint``."""
+    import boto3
+
+    return boto3.client(
+        "sqs",
+        region_name=region,
+        endpoint_url=endpoint,
+        aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
+    )
+
+
+def queue_counts(sqs: Any, url: str) -> tuple[int, int]:
+    """A queue's (visible, in flight) message counts."""
+    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    found = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+    return int(found[names[0]]), int(found[names[1]])

@@ -22,10 +22,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import boto3
 import pytest
 
-from tests.s3_server import S3Server
+from tests.recovery.cli_runs import output_lines
+from tests.s3_server import S3Server, aws_env, queue_counts, sqs_client
 
 TOTAL = 1000
 VISIBILITY_S = 10  # short, so that what the killed run held comes back soon; longer than a batch
@@ -46,43 +46,12 @@ flow.input("in", source).map("body", lambda d: d.value.decode()).output(
 """
 
 
-@pytest.fixture()
-def moto(tmp_path):
-    server = S3Server(tmp_path).start()  # moto's server answers every AWS API it mocks
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-def _lines(path: Path) -> list[str]:
-    return path.read_text().split() if path.exists() else []
-
-
-def _counts(sqs, url: str) -> tuple[int, int]:
-    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
-    found = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
-    return int(found[names[0]]), int(found[names[1]])
-
-
 @pytest.mark.slow
 def test_sigkill_mid_run_then_restart_loses_nothing_and_repeats_at_most_a_batch(
-    tmp_path: Path, moto: S3Server
+    tmp_path: Path, moto_server: S3Server
 ):
-    env = {
-        **os.environ,
-        "AWS_ENDPOINT_URL": moto.endpoint,
-        "AWS_ACCESS_KEY_ID": "flowspark-test",
-        "AWS_SECRET_ACCESS_KEY": "flowspark-test-secret",
-        "PYTHONUNBUFFERED": "1",
-    }
-    sqs = boto3.client(
-        "sqs",
-        region_name="us-east-1",
-        endpoint_url=moto.endpoint,
-        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-    )
+    env = {**os.environ, **aws_env(moto_server.endpoint), "PYTHONUNBUFFERED": "1"}
+    sqs = sqs_client(moto_server.endpoint, "us-east-1")
     url = sqs.create_queue(QueueName="orders")["QueueUrl"]
     for start in range(0, TOTAL, 10):
         entries = [{"Id": str(i), "MessageBody": f"m{i}"} for i in range(start, start + 10)]
@@ -100,28 +69,31 @@ def test_sigkill_mid_run_then_restart_loses_nothing_and_repeats_at_most_a_batch(
 
     proc = start()
     deadline = time.monotonic() + 180
-    while len(_lines(out)) < 100:
+    while len(output_lines(out)) < 100:
         assert proc.poll() is None, stderr.read_text()[-3000:]
         assert time.monotonic() < deadline, "the sink wrote too little"
         time.sleep(0.02)
     os.killpg(proc.pid, signal.SIGKILL)  # the driver, Spark's JVM and its Python workers
     proc.wait()
-    written_before = set(_lines(out))
+    written_before = set(output_lines(out))
     assert len(written_before) < TOTAL, "the run read everything before the kill"
 
     proc = start()
     deadline = time.monotonic() + 240
     try:
         # On until every message is written and the queue holds none (all deleted).
-        while len(set(_lines(out))) < TOTAL or _counts(sqs, url) != (0, 0):
+        while len(set(output_lines(out))) < TOTAL or queue_counts(sqs, url) != (0, 0):
             assert proc.poll() is None, stderr.read_text()[-3000:]
-            assert time.monotonic() < deadline, (len(set(_lines(out))), _counts(sqs, url))
+            assert time.monotonic() < deadline, (
+                len(set(output_lines(out))),
+                queue_counts(sqs, url),
+            )
             time.sleep(0.2)
     finally:
         os.killpg(proc.pid, signal.SIGINT)
         proc.wait(timeout=60)
 
-    lines = _lines(out)
+    lines = output_lines(out)
     assert set(lines) == {f"m{i}" for i in range(TOTAL)}  # nothing lost, nothing invented
     duplicates = {v for v, n in Counter(lines).items() if n > 1}
     assert max(Counter(lines).values()) <= 2

@@ -6,47 +6,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import boto3
-import pytest
-
 from tests.flowspark_run import run_until
 from tests.numaflow_log import log_records
-from tests.s3_server import S3Server
+from tests.s3_server import aws_env, queue_counts, sqs_client
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "numaflow" / "monovertex" / "22-sqs-source-mvtx.yaml"
 N = 25
 
 
-@pytest.fixture()
-def moto(tmp_path):
-    server = S3Server(tmp_path).start()  # moto's server answers every AWS API it mocks
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-def _aws_env(endpoint: str) -> dict[str, str]:
-    return {
-        "AWS_ENDPOINT_URL": endpoint,
-        "AWS_ACCESS_KEY_ID": "flowspark-test",
-        "AWS_SECRET_ACCESS_KEY": "flowspark-test-secret",
-    }
-
-
-def _queue_counts(sqs, url: str) -> tuple[int, int]:
-    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
-    found = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
-    return int(found[names[0]]), int(found[names[1]])
-
-
-def test_numaflows_sqs_mono_vertex_logs_each_message_once_and_deletes_it(moto, monkeypatch):
-    env = _aws_env(moto.endpoint)
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
+def test_numaflows_sqs_mono_vertex_logs_each_message_once_and_deletes_it(moto_server):
+    env = aws_env(moto_server.endpoint)  # for the run: the YAML names no endpoint
     # The example's queue: us-west-2, moto's default account 123456789012.
-    sqs = boto3.client("sqs", region_name="us-west-2")
+    sqs = sqs_client(moto_server.endpoint, "us-west-2")
     url = sqs.create_queue(QueueName="sqs-numa-test")["QueueUrl"]
     sent = {}
     for i in range(N):
@@ -55,7 +27,7 @@ def test_numaflows_sqs_mono_vertex_logs_each_message_once_and_deletes_it(moto, m
 
     def all_logged_and_deleted(lines: list[str]) -> bool:
         # Every message logged, and every one deleted (its micro-batch committed).
-        return len(log_records(lines)) >= N and _queue_counts(sqs, url) == (0, 0)
+        return len(log_records(lines)) >= N and queue_counts(sqs, url) == (0, 0)
 
     run = run_until([str(EXAMPLE)], all_logged_and_deleted, env=env)
     seen = {}
