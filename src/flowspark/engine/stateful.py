@@ -176,6 +176,8 @@ class LevelProcessor(StatefulProcessor):
         state, wake = pickle.loads(stored[0]) if stored else (None, None)
         with capture_stdout() as captured:
             outcome = call(state)
+        if fired and outcome.wake is not None:
+            outcome.wake = _after_fired(outcome.wake, now)
         self._store(outcome, wake, fired)
         yield from self._emit(port, outcome, now, captured.take())
 
@@ -268,7 +270,7 @@ class LevelProcessor(StatefulProcessor):
                     elif row is not None:
                         self.key_states.removeKey((user_key,))
                 if outcome.wake is not None:
-                    wakes[user_key] = outcome.wake
+                    wakes[user_key] = _after_fired(outcome.wake, now) if fired else outcome.wake
                 else:
                     wakes.pop(user_key, None)
                 total.add(outcome)
@@ -379,6 +381,18 @@ class LevelProcessor(StatefulProcessor):
                 yield from self._run(r.port, None, ts, decode_items(r.data))
             else:
                 yield Row(port=r.port, key=None, data=r.data, ts=r.ts)
+
+
+def _after_fired(wake: int, now: int) -> int:
+    """A wake time asked for while a timer fired at ``now``: one at or before it moves
+    just past it. Spark deletes the timer that fired once the call returns, so a timer
+    registered again at the same time would be lost; the next batch whose watermark
+    passes ``now + 1`` wakes the key.
+
+    >>> _after_fired(900, 1000), _after_fired(1000, 1000), _after_fired(1500, 1000)
+    (1001, 1001, 1500)
+    """
+    return wake if wake > now else now + 1
 
 
 def _read_time_runs(rows: list[Row]) -> list[tuple[int, list[Any]]]:
