@@ -289,3 +289,66 @@ def test_numaflows_cycle_examples_send_each_event_round_until_it_leaves(example,
     tries = [line for line in run.lines if line.startswith("count for ")]
     for value in values:  # retry saw each value three times, counting 1, 2, 3
         assert [t.rsplit("=", 1)[1] for t in tries if f'"{value}"' in t] == ["1", "2", "3"]
+
+
+SPIN = """
+apiVersion: numaflow.numaproj.io/v1alpha1
+kind: Pipeline
+metadata: {name: spin}
+spec:
+  vertices:
+    - {name: in, source: {http: {}}}
+    - {name: spin, udf: {builtin: {name: cat}}}
+    - {name: out, sink: {log: {}}}
+  edges:
+    - {from: in, to: out}
+    - {from: in, to: spin}
+    - {from: spin, to: spin}
+"""
+
+
+def _progress(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _idle_spins(path: Path) -> list[int]:
+    """The datums the cycle ran in each batch that read no new event."""
+    return [
+        line["steps"]["spin.cycle"]["in"]
+        for line in _progress(path)
+        if "spin.cycle" in line["steps"] and not line["steps"].get("in", {}).get("out")
+    ]
+
+
+def test_a_cycle_with_no_exit_goes_round_for_ever_and_keeps_its_datums_across_a_restart(
+    tmp_path, runs
+):
+    # Numaflow allows a cycle nothing leaves. Each micro-batch runs ROUNDS_PER_BATCH
+    # rounds of what is on it, with or without new input (a clock tick), and the
+    # datums on it are the step's keyed state: a restart from the recovery
+    # directory picks them up.
+    from flowspark.runtime.numaflow.cycle import ROUNDS_PER_BATCH
+
+    spec = tmp_path / "spin.yaml"
+    spec.write_text(SPIN)
+    recovery = tmp_path / "recovery"
+    first_json, second_json = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    run = Run([str(spec), "-r", str(recovery), "--progress-json", str(first_json)], tmp_path)
+    runs.append(run)
+    for i in range(3):
+        status, _ = post(run.port, "in", f"round-{i}".encode(), T0 + i, None, f"id-{i}")
+        assert status == 200
+    run.wait_for(lambda: len(run.log_records()) == 3, timeout=90)
+    run.wait_for(lambda: len(_idle_spins(first_json)) >= 3, timeout=90)
+    assert run.stop() == 130  # Ctrl-C's exit code
+    # Once the three datums are on the cycle, every batch without input runs each
+    # of them ROUNDS_PER_BATCH times.
+    assert _idle_spins(first_json)[-3:] == [3 * ROUNDS_PER_BATCH] * 3
+
+    second = Run([str(spec), "-r", str(recovery), "--progress-json", str(second_json)], tmp_path)
+    runs.append(second)
+    second.wait_for(lambda: len(_idle_spins(second_json)) >= 2, timeout=90)
+    assert _idle_spins(second_json)[-2:] == [3 * ROUNDS_PER_BATCH] * 2
+    assert second.log_records() == []  # nothing new came in; nothing was written again

@@ -172,6 +172,7 @@ NUMAFLOW_FOLDERS = {
 # shared dispatch must name Numaflow's kinds.
 CORE_TO_NUMAFLOW = {
     ("flowspark.runtime.logics", "flowspark.runtime.numaflow.keyed"),  # keyed kinds
+    ("flowspark.runtime.logics", "flowspark.runtime.numaflow.cycle"),  # the cycle kind
     ("flowspark.runtime.stage", "flowspark.runtime.numaflow.datums"),  # built steps
     # old pickles in recovery directories name this module
     ("flowspark.runtime.udf_keyed", "flowspark.runtime.numaflow.keyed"),
@@ -296,6 +297,10 @@ d.reduce_stream("reduce_stream", reduce_stream, timedelta(seconds=1)).output(
     "o7", TestingOutput([])
 )
 d.accumulate("accumulate", Sorter, timedelta(seconds=1)).output("o8", TestingOutput([]))
+from flowspark.runtime.numaflow.cycle import CycleRunner, EnterCycle, PerItemStep
+
+spin = CycleRunner({"c": PerItemStep("c", lambda x: [x])}, [("c", "c", None)], frozenset())
+d.map("enter", EnterCycle("c")).cycle("cycle", spin).output("o9", TestingOutput([]))
 # bytewax 0.21's operators build the same kinds, and the ones only they use.
 import flowspark.operators as op
 from flowspark.testing import TestingSource

@@ -1,8 +1,11 @@
-"""Numaflow cycles without Spark: the rounds of :class:`CycleRunner` and the
-pipeline's strongly connected parts (the Spark runs: tests/spark/test_pipeline_http.py)."""
+"""Numaflow cycles without Spark: the rounds of :class:`CycleRunner`, the budget
+and carry-over of :class:`CycleLogic`, and the pipeline's strongly connected parts
+(the Spark runs: tests/spark/test_pipeline_http.py; kill -9:
+tests/recovery/test_kill_restart_http.py)."""
 
 from __future__ import annotations
 
+import pickle
 from datetime import UTC, datetime
 
 import pytest
@@ -11,8 +14,17 @@ from hypothesis import strategies as st
 
 from flowspark.api.udf.types import Datum
 from flowspark.runtime.errors import RemoteStepFailure
-from flowspark.runtime.numaflow.cycle import CycleRunner, PerItemStep
+from flowspark.runtime.keyed import KeyedCall
+from flowspark.runtime.numaflow.cycle import (
+    CYCLE_KEYS,
+    CycleLogic,
+    CycleRunner,
+    EnterCycle,
+    LeaveCycle,
+    PerItemStep,
+)
 from flowspark.runtime.numaflow.datums import TagRoute
+from flowspark.runtime.windowing import EOF_MS
 from flowspark.shared.components import strongly_connected
 
 T = datetime(2024, 1, 1, tzinfo=UTC)
@@ -88,7 +100,7 @@ def test_an_output_goes_along_every_edge_whose_conditions_it_meets():
     assert out == [("left", b"vL"), ("left", b"vLL"), ("right", b"v"), ("right", b"vL")]
 
 
-def test_a_datum_that_never_leaves_fails_the_step_naming_the_vertex():
+def test_a_bounded_run_fails_on_a_datum_that_never_leaves_naming_the_vertex():
     runner = CycleRunner(
         {"cat": PerItemStep("cat", _cat)}, [("cat", "cat", None)], frozenset(), max_rounds=50
     )
@@ -96,7 +108,106 @@ def test_a_datum_that_never_leaves_fails_the_step_naming_the_vertex():
         runner([("cat", _datum(b"forever"))])
     message = str(info.value)
     assert message.startswith("step 'cat' failed on item ")
-    assert "went round the cycle 50 times within one micro-batch" in message
+    assert "went round the cycle 50 times after the input ended" in message
+    assert "forever" in message
+
+
+def _spin() -> CycleRunner:
+    """A cycle with no exit: "cat" sends everything back to itself."""
+    return CycleRunner({"cat": PerItemStep("cat", _cat)}, [("cat", "cat", None)], frozenset())
+
+
+def _roundtrip(state):
+    """The state as the engine keeps it between micro-batches: pickled."""
+    return pickle.loads(pickle.dumps(state, protocol=5))
+
+
+def test_a_cycle_with_no_exit_goes_on_batch_after_batch_from_its_state():
+    logic = CycleLogic("cat.cycle", _spin(), rounds_per_batch=7)
+    entering = [("cat", _datum(b"a")), ("cat", _datum(b"b"))]
+    outcome = logic.on_values(KeyedCall("3", None, 1_000, entering))
+    assert outcome.emitted == [] and outcome.handled == 2 * 7
+    assert outcome.wake == 1_000  # woken in the next micro-batch, whatever its time
+    for now in range(2_000, 50_000, 1_000):  # a clock tick each, no new input
+        outcome = logic.on_timer(KeyedCall("3", _roundtrip(outcome.state), now))
+        assert outcome.handled == 2 * 7 and outcome.wake == now
+    assert sorted(d.value for d in outcome.state["cat"]) == [b"a", b"b"]
+
+
+def test_a_micro_batchs_rounds_stop_once_the_budget_of_datums_is_run():
+    logic = CycleLogic("cat.cycle", _spin(), rounds_per_batch=100, visits_per_batch=25)
+    entering = [("cat", _datum(bytes([i]))) for i in range(10)]
+    outcome = logic.on_values(KeyedCall("0", None, 5, entering))
+    # Whole rounds: 10 + 10 + 10 = 30 datums run, the round that reaches 25 finishes.
+    assert outcome.handled == 30 and len(outcome.state["cat"]) == 10
+
+
+def test_new_datums_join_those_carried_over():
+    logic = CycleLogic("cat.cycle", _spin(), rounds_per_batch=1)
+    first = logic.on_values(KeyedCall("0", None, 5, [("cat", _datum(b"old"))]))
+    second = logic.on_values(KeyedCall("0", _roundtrip(first.state), 6, [("cat", _datum(b"new"))]))
+    assert [d.value for d in second.state["cat"]] == [b"old", b"new"]
+    assert second.handled == 2
+
+
+def test_once_the_input_ends_the_rounds_run_until_the_cycle_is_empty():
+    retry = _Retry()
+    runner = CycleRunner(
+        {"retry": PerItemStep("retry", retry)},
+        [("retry", "retry", TagRoute(["retry"]))],
+        frozenset({"retry"}),
+    )
+    logic = CycleLogic("retry.cycle", runner, rounds_per_batch=1)
+    placed = logic.on_values(KeyedCall("0", None, 5, [("retry", _datum(b"x"))]))
+    assert placed.state is not None
+    ended = logic.on_timer(KeyedCall("0", _roundtrip(placed.state), EOF_MS))
+    assert ended.state is None and ended.wake is None
+    assert [(d.value, d.tags) for _, (_, d) in ended.emitted] == [
+        (b"x", ["retry"]),
+        (b"x", []),
+    ]
+
+
+RETRIES = st.lists(st.integers(min_value=1, max_value=9), min_size=1, max_size=12)
+
+
+@given(RETRIES, st.integers(min_value=1, max_value=5), st.integers(min_value=1, max_value=20))
+def test_carrying_datums_over_changes_nothing_that_leaves(tries, rounds, visits):
+    """Whatever the budget, the datums that leave, with their tags, are those of one
+    run to completion: the carry-over only spreads the rounds over batches."""
+
+    def countdown(d: Datum) -> list[Datum]:  # value "n": back round n more times
+        n = int(d.value)
+        return [_datum(str(n - 1).encode(), ["again"] if n > 1 else [])]
+
+    def runner() -> CycleRunner:
+        return CycleRunner(
+            {"c": PerItemStep("c", countdown)},
+            [("c", "c", TagRoute(["again"]))],
+            frozenset({"c"}),
+        )
+
+    entering = [("c", _datum(str(n).encode())) for n in tries]
+    whole = sorted((d.value, tuple(d.tags)) for _, d in runner()(entering))
+    logic = CycleLogic("c.cycle", runner(), rounds_per_batch=rounds, visits_per_batch=visits)
+    outcome = logic.on_values(KeyedCall("0", None, 1, entering))
+    left = [pair for _, pair in outcome.emitted]
+    now = 1
+    while outcome.state is not None:
+        now += 1
+        outcome = logic.on_timer(KeyedCall("0", _roundtrip(outcome.state), now))
+        left += [pair for _, pair in outcome.emitted]
+    assert sorted((d.value, tuple(d.tags)) for _, d in left) == whole
+
+
+def test_entering_datums_are_keyed_by_their_value_the_same_everywhere():
+    enter = EnterCycle("cat")
+    key, (vertex, datum) = enter(_datum(b"payload"))
+    assert vertex == "cat" and datum.value == b"payload"
+    assert key == enter(_datum(b"payload"))[0] and 0 <= int(key) < CYCLE_KEYS
+    assert len({enter(_datum(bytes([i])))[0] for i in range(200)}) == CYCLE_KEYS
+    assert LeaveCycle("cat")((key, ("cat", datum))) is datum
+    assert LeaveCycle("other")((key, ("cat", datum))) is None
 
 
 def test_a_vertex_that_raises_names_its_own_step_and_the_datum():
@@ -135,17 +246,15 @@ def test_strongly_connected_groups_are_the_mutually_reachable_nodes(edges):
 
 
 def test_the_cycle_steps_failure_is_its_vertexs_not_wrapped_in_the_steps():
-    from flowspark.runtime.stage import Node, StageContext
-
     def broken(d: Datum) -> list[Datum]:
         raise ValueError("no digits")
 
     runner = CycleRunner(
         {"parse": PerItemStep("parse", broken)}, [("parse", "parse", None)], frozenset()
     )
-    node = Node(0, "parse.cycle", "flat_map_batch", runner, [], [], None)
+    logic = CycleLogic("parse.cycle", runner)
     with pytest.raises(RemoteStepFailure) as info:
-        node.apply([("parse", _datum(b"abc"))], StageContext())
+        logic.on_values(KeyedCall("0", None, 5, [("parse", _datum(b"abc"))]))
     assert str(info.value).startswith("step 'parse' failed on item ")
 
 

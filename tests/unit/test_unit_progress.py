@@ -321,6 +321,44 @@ def test_a_numaflow_keyed_steps_handlers_are_shown():
     )
 
 
+def test_a_cycles_datums_run_are_its_in_figure_with_their_rate():
+    """A Numaflow cycle (a keyed step) counts the datums its vertices ran, rounds
+    included: shown as its ``in`` and rate, written to the JSON lines, summed back."""
+    steps = [("in", "input"), ("spin.cycle", "cycle"), ("out", "output")]
+    hub_lines: list[dict] = []
+    batches = [
+        BatchProgress(0, True, 90, {"in": 5}, {"out": 5}, {}, handled_items={"spin.cycle": 500}),
+        BatchProgress(1, True, 90, {}, {}, {}, handled_items={"spin.cycle": 700}),
+    ]
+    console = Console(record=True, width=120, force_terminal=True)
+    display = LiveProgress(steps, "spin", console, clock=Ticks(), wall=lambda: WALL_S)
+    for progress in batches:
+        display.on_batch(progress)
+        hub_lines.append(batch_figures(progress, wall_ms=int(WALL_S * 1000), seconds=0.5))
+    console.print(display)
+    rows = {line.split()[0]: line.split()[1:] for line in console.export_text().splitlines()[4:]}
+    assert rows["spin.cycle"] == ["cycle", "1,200", "1,400"]  # 700 run in 0.5 s
+    assert "spin.cycle in 1,200 (1,400/s)" in display.line()
+    assert hub_lines[1]["steps"]["spin.cycle"] == {"in": 700, "in_per_s": 1400.0}
+    assert read_progress(json.dumps(line) for line in hub_lines).steps["spin.cycle"] == {"in": 1200}
+
+
+def test_the_hub_hands_each_batchs_handled_counts_on():
+    seen: list[BatchProgress] = []
+
+    class Listener:
+        def on_batch(self, progress: BatchProgress) -> None:
+            seen.append(progress)
+
+    hub = ProgressHub([Listener()], streamed=True)
+    hub.batch_written(0, {"in": 1}, {}, {}, {"spin.cycle": 40})
+    hub.spark_progress({"batchId": 0, "durationMs": {"triggerExecution": 12}})
+    hub.batch_written(1, {"in": 2}, {}, {})  # a flow without a cycle
+    hub.finish()
+    assert [p.handled_items for p in seen] == [{"spin.cycle": 40}, {}]
+    assert seen[0].duration_ms == 12 and seen[1].items_read == {"in": 2}
+
+
 class _Report:
     def __init__(self, batch_id: int) -> None:
         self.batchId = batch_id

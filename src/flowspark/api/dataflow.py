@@ -380,6 +380,16 @@ class Stream(Generic[X_co]):
         factory = handler_factory(handler, "batch_map")
         return self._add("batch_map", step_id, {"factory": factory}, {"batch_size": batch_size})
 
+    def cycle(self, step_id: str, runner: Any) -> Stream:
+        """The vertices of a Numaflow cycle as one keyed step: ``(key, (vertex, datum))``
+        pairs go round ``runner`` (a ``CycleRunner``), a budget of rounds per
+        micro-batch; what is still on the cycle waits in the step's state for the next
+        one. Emits ``(key, (vertex, datum))`` for the outputs of the vertices with edges
+        out of the cycle. Numaflow pipelines with cycles are built on it.
+        """
+        _check_step_id("cycle", step_id)
+        return self._add("cycle", step_id, None, {"runner": runner})
+
     def reduce_stream(
         self,
         step_id: str,

@@ -41,7 +41,8 @@ class OperatorKind:
     ``aggregates``: how a windowed step accumulates a window's values
     (:data:`Aggregation`; ``None`` for a step without windows). ``effect``: a
     step called for its effect (an inspector): a flow may end at one instead of
-    at an output, as bytewax 0.21 allows.
+    at an output, as bytewax 0.21 allows. ``any_clock``: a keyed step that runs on
+    whichever clock the flow has (it only asks to be woken in the next micro-batch).
 
     >>> operator("map").applies, operator("reduce").family
     ('map', 'keyed')
@@ -62,6 +63,7 @@ class OperatorKind:
     meta_port: bool = False
     aggregates: Aggregation | None = None
     effect: bool = False
+    any_clock: bool = False
 
 
 def _kinds(*kinds: OperatorKind) -> dict[str, OperatorKind]:
@@ -103,6 +105,9 @@ OPERATORS: dict[str, OperatorKind] = _kinds(
     OperatorKind(
         "window", "keyed", windowed=True, late_port=True, meta_port=True, aggregates="logic"
     ),
+    # A Numaflow cycle's vertices: what is still on the cycle after a micro-batch's
+    # rounds is the key's state.
+    OperatorKind("cycle", "keyed", any_clock=True),
     # Numaflow's keyed kinds keep their handlers' write-ahead log per key.
     OperatorKind("accumulate", "keyed", state_per_key=True),
     OperatorKind(

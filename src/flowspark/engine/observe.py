@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from flowspark.runtime.windowing import EOF_MS
 
@@ -76,6 +76,9 @@ class BatchProgress:
     # Per Numaflow keyed step, from its handler hosts: open_handlers, rebuilds (since
     # the run started), wal_datums (retained) and outbound_watermark_ms.
     handlers: dict[str, dict[str, int]] = field(default_factory=dict)
+    # Per keyed step that counts it, what it handled beyond its outputs: a Numaflow
+    # cycle's datums run by its vertices, each round.
+    handled_items: dict[str, int] = field(default_factory=dict)
 
 
 @runtime_checkable
@@ -141,6 +144,7 @@ STEP_COUNTS: tuple[tuple[str, str], ...] = (
     ("items_read", "out"),
     ("items_written", "in"),
     ("late_items", "late"),
+    ("handled_items", "in"),
 )
 
 
@@ -242,6 +246,29 @@ def _state_keys(spark: dict[str, Any]) -> int | None:
     return sum(op.get("numRowsTotal", 0) for op in operators) if operators else None
 
 
+class _Counts(NamedTuple):
+    """What the sinks counted in one batch, until Spark's progress for it comes."""
+
+    items_read: dict[str, int]
+    items_written: dict[str, int]
+    late_items: dict[str, int]
+    handled_items: dict[str, int]
+
+    def progress(
+        self, batch_id: int, streamed: bool, duration_ms: float | None, **more: Any
+    ) -> BatchProgress:
+        return BatchProgress(
+            batch_id,
+            streamed,
+            duration_ms,
+            self.items_read,
+            self.items_written,
+            self.late_items,
+            handled_items=self.handled_items,
+            **more,
+        )
+
+
 class ProgressHub:
     """Joins what the sinks saw of a batch with Spark's progress of it and hands the
     result to every listener, in batch order.
@@ -261,7 +288,7 @@ class ProgressHub:
         self.listeners = list(listeners)
         self.streamed = streamed
         self.handler_figures = handler_figures
-        self._written: dict[int, tuple[dict[str, int], dict[str, int], dict[str, int]]] = {}
+        self._written: dict[int, _Counts] = {}
         self._lock = threading.Lock()
         self._started = time.perf_counter()
 
@@ -271,9 +298,11 @@ class ProgressHub:
         items_read: dict[str, int],
         items_written: dict[str, int],
         late_items: dict[str, int],
+        handled_items: dict[str, int] | None = None,
     ) -> None:
+        counts = _Counts(items_read, items_written, late_items, handled_items or {})
         with self._lock:
-            self._written[batch_id] = (items_read, items_written, late_items)
+            self._written[batch_id] = counts
 
     def spark_progress(self, spark: dict[str, Any]) -> None:
         """One micro-batch's query progress (Spark's JSON as a dict)."""
@@ -283,16 +312,15 @@ class ProgressHub:
             earlier = sorted(b for b in self._written if b < batch_id)
             flushed = [(b, self._written.pop(b)) for b in earlier]
         for b, counts in flushed:  # written, but Spark's progress for it was missed
-            self._emit(BatchProgress(b, self.streamed, None, *counts))
+            self._emit(counts.progress(b, self.streamed, None))
         if written is None:  # not a batch the sinks saw (Spark's idle progress)
             return
         phases = {k: int(v) for k, v in (spark.get("durationMs") or {}).items()}
         self._emit(
-            BatchProgress(
+            written.progress(
                 batch_id,
                 self.streamed,
                 phases.get("triggerExecution"),
-                *written,
                 watermark_ms=_watermark_ms(spark),
                 state_keys=_state_keys(spark),
                 phases_ms=phases,
@@ -309,7 +337,7 @@ class ProgressHub:
             rest = sorted(self._written.items())
             self._written.clear()
         for batch_id, counts in rest:
-            self._emit(BatchProgress(batch_id, self.streamed, None, *counts))
+            self._emit(counts.progress(batch_id, self.streamed, None))
 
     def job_done(self) -> None:
         """A batch job ended: its one batch, timed from this hub's creation."""
@@ -318,7 +346,7 @@ class ProgressHub:
             rest = sorted(self._written.items())
             self._written.clear()
         for batch_id, counts in rest:
-            self._emit(BatchProgress(batch_id, False, elapsed, *counts))
+            self._emit(counts.progress(batch_id, False, elapsed))
 
     def _emit(self, progress: BatchProgress) -> None:
         for listener in self.listeners:

@@ -142,6 +142,10 @@ class Tally:
             row.in_per_s = count / seconds if seconds else None
         for step_id, count in progress.late_items.items():
             self._row(step_id, "window").late += count
+        for step_id, count in progress.handled_items.items():  # a cycle's datums run
+            row = self._row(step_id, "keyed")
+            row.in_ += count
+            row.in_per_s = count / seconds if seconds else None
         for step_id, count in progress.backlog.items():
             self._row(step_id, "input").backlog = count
         for step_id, share in progress.share_read.items():
@@ -337,11 +341,12 @@ class LiveProgress:
                     table.add_column(name, justify="right")
             for row in tally.rows.values():
                 window = _counts_late(row.kind) or row.late
+                takes = row.kind == "output" or row.in_  # a cycle's datums run: its in
                 cells = [
                     row.step_id,
                     row.kind,
-                    f"{row.in_:,}" if row.kind == "output" else "",
-                    _rate(row.in_per_s) if row.kind == "output" else "",
+                    f"{row.in_:,}" if takes else "",
+                    _rate(row.in_per_s) if takes else "",
                     f"{row.out:,}" if row.kind == "input" else "",
                     _rate(row.out_per_s) if row.kind == "input" else "",
                     f"{row.late:,}" if window else "",

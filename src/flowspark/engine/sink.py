@@ -34,6 +34,7 @@ from flowspark.engine.vertex_marks import VertexMarks
 from flowspark.plan.graph import Plan
 from flowspark.runtime.codec import (
     EVENT_TIME_PORT,
+    HANDLED_COUNT_PORT,
     LATE_COUNT_PORT,
     MARKER_PORT,
     READ_COUNT_PORT,
@@ -305,6 +306,8 @@ class BatchDispatcher:
         read: dict[str, int] = {}
         written: dict[str, int] = {}
         late: dict[str, int] = {}
+        handled: dict[str, int] = {}
+        counts_of = {LATE_COUNT_PORT: late, READ_COUNT_PORT: read, HANDLED_COUNT_PORT: handled}
         for writer in writers.values():
             writer.begin(batch_id)
         ports = table.column("port").to_pylist()
@@ -319,9 +322,9 @@ class BatchDispatcher:
                 if self.marks is not None:
                     self.marks.add(*decode_event_times(data))
                 continue
-            if port in (LATE_COUNT_PORT, READ_COUNT_PORT):
+            if port in counts_of:
                 step_id, count = decode_count(data)
-                counts = late if port == LATE_COUNT_PORT else read
+                counts = counts_of[port]
                 counts[step_id] = counts.get(step_id, 0) + count
                 continue
             writer = writers.get(port)
@@ -344,7 +347,7 @@ class BatchDispatcher:
             assert self.marks_at is not None
             self.marks.save(self.marks_at)  # before Spark commits the batch
         if self.hub is not None:
-            self.hub.batch_written(batch_id, read, written, late)
+            self.hub.batch_written(batch_id, read, written, late, handled)
 
     def close(self) -> None:
         """Close every sink."""

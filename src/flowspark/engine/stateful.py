@@ -33,6 +33,7 @@ from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 from flowspark.engine.compat import processor_init_on_driver
 from flowspark.runtime.codec import (
     BUCKET_SEPARATOR,
+    HANDLED_COUNT_PORT,
     KEY_SEPARATOR,
     LATE_COUNT_PORT,
     ROW_SCHEMA,
@@ -331,14 +332,18 @@ class LevelProcessor(StatefulProcessor):
         yield from self._emit(port, total, WHOLE_INPUT_MS, text)
 
     def _emit(self, port: int, outcome: Outcome, now: int, text: bytes) -> Iterator[Row]:
-        """Rows for what a keyed step printed, its late count and its output (at ``now``)."""
+        """Rows for what a keyed step printed, its late and handled counts and its
+        output (at ``now``)."""
         ts = datetime_from_ms(now)
         if text:
             yield Row(port=STDOUT_PORT, key=None, data=text, ts=ts)
+        step_id = self.logics[port].step_id
         if outcome.late:
-            step_id = self.logics[port].step_id
             count = encode_count(step_id, len(outcome.late))
             yield Row(port=LATE_COUNT_PORT, key=None, data=count, ts=ts)
+        if outcome.handled:
+            count = encode_count(step_id, outcome.handled)
+            yield Row(port=HANDLED_COUNT_PORT, key=None, data=count, ts=ts)
         if any(outcome.outputs):
             yield from self._run(port, outcome.outputs, ts)
 

@@ -453,7 +453,7 @@ class _Builder:
             if len(entries) == 1
             else entries[0].merge(*entries[1:], step_id=f"{step_id}.in")
         )
-        looped = stream.flat_map_batch(f"{step_id}.cycle", runner)
+        looped = stream.cycle(f"{step_id}.cycle", runner)
         for name in sorted(runner.exits):
             self.outputs[name] = looped.filter_map(f"{name}.out", LeaveCycle(name))
 

@@ -45,6 +45,7 @@ __all__ = [
     "STDOUT_PORT",
     "MARKER_PORT",
     "LATE_COUNT_PORT",
+    "HANDLED_COUNT_PORT",
     "READ_COUNT_PORT",
     "EVENT_TIME_PORT",
     "KEY_SEPARATOR",
@@ -77,6 +78,9 @@ READ_COUNT_PORT = -4
 # Rows on this port carry the event times one input part sent a flow's Numaflow keyed
 # steps in a micro-batch: no key, data = encode_event_times(...) (engine/vertex_marks.py).
 EVENT_TIME_PORT = -5
+# Rows on this port count what a keyed step handled beyond its outputs (a cycle's
+# datums run): no key, data = encode_count(step id, count).
+HANDLED_COUNT_PORT = -6
 # A keyed row's key column is f"{port}{KEY_SEPARATOR}{user key}".
 KEY_SEPARATOR = "\x1f"
 # ... or f"{port}{BUCKET_SEPARATOR}{n}" for all keys bound to one partition (rows of

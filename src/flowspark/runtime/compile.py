@@ -118,20 +118,22 @@ def compile_flow(plan: Plan, key_partitions: int) -> CompiledFlow:
 def flow_clock(plan: Plan) -> str:
     """Which clock the flow's keyed Numaflow steps share.
 
-    - ``"source"``: every input has a Numaflow source watermark; rows carry it.
+    - ``"source"``: the flow has keyed Numaflow steps and every input has a Numaflow
+      source watermark; rows carry it.
     - ``"marks"``: the vertex watermark of the datums' event times (set in the flow,
       e.g. by ``to_datums``), kept by the driver: the default for a flow whose
       keyed steps are all Numaflow ones.
     - ``"key"``: a clock per key (its latest event time; idle keys close after
       their timeout of system time): when a step asks for it (``clock="key"``) or
       the flow also has bytewax keyed steps (they run on system time).
-    - ``"none"``: no keyed Numaflow step.
+    - ``"none"``: no keyed Numaflow step; rows carry the system time (bytewax keyed
+      steps and Numaflow cycles run on it).
 
     A step that asks for a clock the flow cannot give it is an error.
     """
     numaflow, others = [], False
     for step in plan.steps:
-        if step.operator.family != "keyed":
+        if step.operator.family != "keyed" or step.operator.any_clock:
             continue
         if step.operator.state_per_key:
             numaflow.append(step)
@@ -140,6 +142,8 @@ def flow_clock(plan: Plan) -> str:
     source = bool(plan.inputs) and all(
         _has_source_watermark(plan.step(i).args["input"]) for i in plan.inputs
     )
+    if not numaflow:
+        return "none"
     asked = {step.step_id: step.args.get("clock") for step in numaflow}
     per_key = [s for s, c in asked.items() if c == "key"]
     vertex = [s for s, c in asked.items() if c == "vertex"]
@@ -161,8 +165,6 @@ def flow_clock(plan: Plan) -> str:
             f"step {vertex[0]!r} asks for the vertex watermark, but {why}; one flow "
             "has one clock: give every keyed Numaflow step the same clock"
         )
-    if not numaflow:
-        return "none"
     return "key" if per_key or others else "marks"
 
 

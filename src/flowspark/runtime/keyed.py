@@ -83,19 +83,22 @@ class KeyedCall(NamedTuple):
 class Outcome:
     """What one call of a logic produced: its outputs by slot (``emitted`` on slot 0,
     ``late`` on 1, ``meta`` on 2: a 0.21 window step's closed windows), the key's
-    new state and when to wake it."""
+    new state and when to wake it. ``handled`` counts work its outputs do not show,
+    for the run's progress (a cycle's datums run, each round)."""
 
     state: Any
     emitted: list[Any] = field(default_factory=list)
     late: list[Any] = field(default_factory=list)
     wake: int | None = None
     meta: list[Any] = field(default_factory=list)
+    handled: int = 0
 
     def add(self, other: Outcome) -> None:
         """Append ``other``'s outputs to this one's (state and wake stay)."""
         self.emitted += other.emitted
         self.late += other.late
         self.meta += other.meta
+        self.handled += other.handled
 
     @property
     def outputs(self) -> tuple[list[Any], list[Any], list[Any]]:

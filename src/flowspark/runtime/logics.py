@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flowspark.runtime.keyed import KeyedLogic
+from flowspark.runtime.numaflow.cycle import CycleLogic
 from flowspark.runtime.numaflow.keyed import (
     HOST_ENV,
     REBUILD_ENV,
@@ -124,6 +125,7 @@ BUILDERS: dict[str, Callable[[Any], KeyedLogic]] = {
     "window": _window021,
     "accumulate": lambda step: _accumulate(step, False),
     "reduce_stream": lambda step: _reduce_stream(step, False),
+    "cycle": lambda step: CycleLogic(step.step_id, step.args["runner"]),
 }
 # Kinds whose logic takes the flow's clock choice.
 _CLOCKED: dict[str, Callable[[Any, bool], KeyedLogic]] = {

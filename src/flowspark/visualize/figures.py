@@ -17,7 +17,7 @@ from flowspark.engine.observe import STEP_COUNTS
 __all__ = ["Figures", "as_figures", "read_progress"]
 
 # The counts a line has per step (under ``steps``), as the engine writes them.
-_COUNTS = tuple(key for _, key in STEP_COUNTS)
+_COUNTS = tuple(dict.fromkeys(key for _, key in STEP_COUNTS))
 
 
 @dataclass
