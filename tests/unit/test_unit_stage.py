@@ -344,3 +344,44 @@ def test_stop_iteration_in_a_user_function_is_a_step_failure(kind):
     getattr(s, kind)("boom", fn).output("out", TestingOutput([]))
     error = failure(flow, [0, 1, 2, 3, 4])
     assert (error.step_id, error.item) == ("boom", "2")
+
+
+# -- key_on's whole-list form ------------------------------------------------------------
+
+
+def _keyed_on(key):
+    import flowspark.operators as op
+    from flowspark.testing import TestingSink, TestingSource
+
+    flow = Dataflow("key_on")
+    keyed = op.key_on("key", op.input("inp", flow, TestingSource([])), key)
+    op.output("out", keyed, TestingSink([]))
+    return flow
+
+
+def test_key_on_pairs_each_item_with_its_key_a_list_at_once():
+    flow = _keyed_on(lambda x: x[:1])
+    assert run(flow, ["ab", "cd", "e"]) == [(OUT, [("a", "ab"), ("c", "cd"), ("e", "e")])]
+
+
+@pytest.mark.parametrize("k", POSITIONS)
+def test_key_on_names_the_item_whose_key_raised(k):
+    fn = failing_on(ITEMS[k])
+    error = failure(_keyed_on(fn), ITEMS)
+    assert error.step_id == "key_on.key" and error.item == repr(ITEMS[k])
+    assert "Boom: cannot handle" in str(error)
+
+
+@pytest.mark.parametrize("k", POSITIONS)
+def test_key_on_names_the_item_whose_key_is_not_a_str(k):
+    error = failure(_keyed_on(lambda x: 7 if x == ITEMS[k] else x), ITEMS)
+    assert error.step_id == "key_on.key" and error.item == repr(ITEMS[k])
+    assert "must be a `str`; got a <class 'int'> instead" in str(error)
+
+
+def test_key_on_takes_a_str_subclass_as_a_key():
+    class Name(str):
+        pass
+
+    flow = _keyed_on(lambda x: Name(x))
+    assert run(flow, ["a"]) == [(OUT, [("a", "a")])]

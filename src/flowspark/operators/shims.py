@@ -20,7 +20,7 @@ TypeError: return value of `predicate` ... must be a `bool`; got a <class 'int'>
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -144,16 +144,37 @@ def default_debug_inspector(step_id: str, item: Any, epoch: int, worker: int) ->
 
 
 class _KeyOn(_Wrapper):
-    """``item`` → ``(key(item), item)``; the key must be a ``str``."""
+    """``item`` → ``(key(item), item)``; the key must be a ``str``.
+
+    >>> on = _KeyOn("k", lambda x: x[0])
+    >>> on("ab"), on.map_list(iter(["cd", "ef"]))
+    (('a', 'ab'), [('c', 'cd'), ('e', 'ef')])
+    """
 
     def __call__(self, item: Any) -> tuple[str, Any]:
         key = self.fn(item)
         if not isinstance(key, str):
-            raise TypeError(
-                f"return value of `key` {f_repr(self.fn)} in step {self.step_id!r} must be "
-                f"a `str`; got a {type(key)!r} instead"
-            )
+            raise self._not_str(key)
         return key, item
+
+    def map_list(self, items: Iterator[Any]) -> list[tuple[str, Any]]:
+        """The same over the items of a whole list at once (a stage's map, see
+        :meth:`flowspark.runtime.stage.Node.apply`): the key function runs per item
+        without this wrapper's call in between. A key that is not a ``str`` raises
+        while ``items`` stands at its item."""
+        key, refuse = self.fn, self._refuse
+        return [(k, x) for x in items if type(k := key(x)) is str or refuse(k)]
+
+    def _refuse(self, key: Any) -> bool:
+        if isinstance(key, str):  # a str subclass
+            return True
+        raise self._not_str(key)
+
+    def _not_str(self, key: Any) -> TypeError:
+        return TypeError(
+            f"return value of `key` {f_repr(self.fn)} in step {self.step_id!r} must be "
+            f"a `str`; got a {type(key)!r} instead"
+        )
 
 
 @dataclass(frozen=True)

@@ -96,7 +96,9 @@ class Node:
         self, fn: Callable[..., Any], kind: str | None, items: Items, it: Any, ctx: StageContext
     ) -> tuple[Items, ...]:
         if kind == "map":
-            return (list(map(fn, it)),)
+            # A function with a whole-list form (operators' key_on) runs once per list.
+            whole = getattr(fn, "map_list", None)
+            return (whole(it) if whole is not None else list(map(fn, it)),)
         if kind == "filter":
             return (list(filter(fn, it)),)
         if kind == "filter_map":

@@ -307,6 +307,8 @@ class WindowRun(KeyedLogic):
         length, offset, align = grid.length, grid.offset, grid.align
         tumbling = offset == length
         max_event, seen_at = clock_state if clock_state is not None else (None, now)
+        # System time since the latest event time was seen (0 once a value moves it).
+        since = now - seen_at
         late: list[Any] = []
         fn: Any = getter
         v: Any = None
@@ -318,10 +320,10 @@ class WindowRun(KeyedLogic):
                     t = (dt - EPOCH) // ONE_MS
                 except TypeError:
                     t = aware_to_ms(dt)  # raises the clear error for naive or non-datetimes
-                if max_event is None or t > max_event + (now - seen_at):
-                    max_event, seen_at = t, now
+                if max_event is None or t > max_event + since:
+                    max_event, seen_at, since = t, now, 0
                 wids = [(t - align) // length] if tumbling else self.ids.ids(t)
-                if t < max_event - wait + max(0, now - seen_at):
+                if t < max_event - wait + (since if since > 0 else 0):
                     late.extend((key, (wid, v)) for wid in wids)
                     continue
                 for wid in wids:
