@@ -2,7 +2,9 @@
 
 bytewax 0.17's ``TestingInput``/``TestingOutput`` and bytewax 0.21's
 ``TestingSource``/``TestingSink`` (see :mod:`flowspark.connectors.testing_sources`);
-``run_main`` runs a flow built with either API.
+``run_main`` runs a flow built with either API, ``cluster_main`` a cluster of one
+process. bytewax 0.21's helpers for unit tests of parts: ``TimeTestingGetter``,
+``ffwd_iter`` and ``poll_next_batch``.
 
 >>> from flowspark.dataflow import Dataflow
 >>> from flowspark.testing import TestingInput, TestingOutput, run_main
@@ -18,7 +20,12 @@ bytewax 0.17's ``TestingInput``/``TestingOutput`` and bytewax 0.21's
 
 from __future__ import annotations
 
-from datetime import timedelta
+import time
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from itertools import islice
 from typing import Any
 
 from flowspark.api.dataflow import Dataflow
@@ -26,7 +33,17 @@ from flowspark.api.recovery import RecoveryConfig
 from flowspark.connectors.memory import TestingInput, TestingOutput
 from flowspark.connectors.testing_sources import TestingSink, TestingSource
 
-__all__ = ["TestingInput", "TestingOutput", "TestingSink", "TestingSource", "run_main"]
+__all__ = [
+    "TestingInput",
+    "TestingOutput",
+    "TestingSink",
+    "TestingSource",
+    "TimeTestingGetter",
+    "cluster_main",
+    "ffwd_iter",
+    "poll_next_batch",
+    "run_main",
+]
 
 
 def run_main(
@@ -59,3 +76,112 @@ def run_main(
             release_planning_workers=True,
         ),
     )
+
+
+def cluster_main(
+    flow: Dataflow,
+    addresses: list[str],
+    proc_id: int,
+    *,
+    epoch_interval: timedelta | None = None,
+    recovery_config: RecoveryConfig | None = None,
+    worker_count_per_proc: int = 1,
+) -> None:
+    """bytewax's ``cluster_main`` for a cluster of this one process: ``addresses``
+    empty or this process's own, ``proc_id`` 0. The flow runs as with
+    :func:`run_main`, on ``worker_count_per_proc`` partitions.
+
+    A cluster of several processes is Spark's to make: start one (``python -m
+    flowspark.cluster start``) and run the flow once against its master (``run_main(flow,
+    master=...)`` or ``python -m flowspark.run --master``); more than one address is
+    refused, before anything runs.
+
+    >>> try:
+    ...     cluster_main(Dataflow("two"), ["a:1", "b:2"], 0)
+    ... except ValueError as error:
+    ...     print(str(error)[:72])
+    cluster_main: flowspark runs a flow once, on Spark, not as one process o
+    """
+    if len(addresses) > 1:
+        raise ValueError(
+            "cluster_main: flowspark runs a flow once, on Spark, not as one process of "
+            f"several ({len(addresses)} addresses given); start a Spark cluster (python -m "
+            "flowspark.cluster start) and run the flow against its master"
+        )
+    if proc_id != 0:
+        raise ValueError(f"cluster_main: proc_id must be 0 in a cluster of one; got {proc_id!r}")
+    if not isinstance(worker_count_per_proc, int) or worker_count_per_proc < 1:
+        raise ValueError(
+            "cluster_main: worker_count_per_proc must be an int >= 1; "
+            f"got {worker_count_per_proc!r}"
+        )
+    from flowspark.engine.query import RunConfig, run_flow  # noqa: PLC0415 engine: only to run a flow
+
+    recovery_dir: Any = recovery_config.db_dir if recovery_config else None
+    run_flow(
+        flow,
+        RunConfig(
+            recovery_dir=str(recovery_dir) if recovery_dir else None,
+            epoch_interval=epoch_interval,
+            parallelism=worker_count_per_proc,
+            release_planning_workers=True,
+        ),
+    )
+
+
+@dataclass
+class TimeTestingGetter:
+    """A system clock set by hand, for unit tests of clocks, caches and logics.
+
+    It lives in the process that holds it: a flow's steps run in Spark's Python
+    workers, each with the copy pickled when the run began, so ``advance`` in the test
+    does not reach them. Give ``get`` to what the test itself calls.
+
+    >>> from datetime import UTC
+    >>> clock = TimeTestingGetter(datetime(2024, 1, 1, tzinfo=UTC))
+    >>> clock.advance(timedelta(minutes=2))
+    >>> clock.get().isoformat()
+    '2024-01-01T00:02:00+00:00'
+    """
+
+    now: datetime
+
+    def advance(self, td: timedelta) -> None:
+        """Move the time on by ``td``."""
+        self.now += td
+
+    def get(self) -> datetime:
+        """The time now."""
+        return self.now
+
+
+def ffwd_iter(it: Iterator[Any], n: int) -> None:
+    """Skip ``n`` items of the iterator ``it`` (fewer if it ends first).
+
+    >>> it = iter("abcd")
+    >>> ffwd_iter(it, 2)
+    >>> next(it)
+    'c'
+    """
+    deque(islice(it, n), maxlen=0)
+
+
+def poll_next_batch(part: Any, timeout: timedelta = timedelta(seconds=5)) -> list[Any]:
+    """Call ``part.next_batch()`` until it returns a non-empty batch, for unit tests of
+    partitions whose reads are not deterministic; ``TimeoutError`` after ``timeout``.
+
+    >>> class Part:
+    ...     calls = 0
+    ...     def next_batch(self):
+    ...         self.calls += 1
+    ...         return [self.calls] if self.calls == 3 else []
+    >>> poll_next_batch(Part())
+    [3]
+    """
+    deadline = time.monotonic() + timeout.total_seconds()
+    while True:
+        batch = list(part.next_batch())
+        if batch:
+            return batch
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no batch within {timeout}")

@@ -35,7 +35,7 @@ from flowspark.outputs import (
     StatelessSinkPartition,
 )
 from flowspark.runtime.errors import StepError
-from flowspark.testing import TestingSink, TestingSource, run_main
+from flowspark.testing import TestingSink, TestingSource, cluster_main, run_main
 from tests.docs_blocks import ROOT, blocks_for
 
 ZERO_TD = timedelta(seconds=0)
@@ -67,6 +67,17 @@ def test_stateless_operators_print_what_their_docs_show(capsys):
         + [f"eg.flatten: {x}" for x in (1, 2, 3, 4, 5)]
         + ["eg.filter_map: ('a', {'key': 'a', 'val': 1})"]
     )
+
+
+def test_cluster_main_of_one_process_runs_the_flow_as_its_docs_show(capsys):
+    # bytewax's docstring example: no other address, process 0, output to stdout.
+    from flowspark.connectors.stdio import StdOutSink
+
+    flow = Dataflow("my_df")
+    s = op.input("inp", flow, TestingSource(range(3)))
+    op.output("out", s, StdOutSink())
+    cluster_main(flow, [], 0, worker_count_per_proc=2)
+    assert sorted(capsys.readouterr().out.split()) == ["0", "1", "2"]
 
 
 def test_branch_merge_and_inspect_keep_bytewaxs_order_one_item_per_batch(capsys):
