@@ -46,10 +46,12 @@ ID = re.compile(r"value=b'([^']*)'")  # each event's body is its id
 
 
 class Clients:
-    """``n`` keep-alive clients posting unique ids until stopped or the server dies."""
+    """``n`` keep-alive clients posting unique ids until stopped, the server dies, or
+    each has posted ``limit`` (``None``: no limit)."""
 
-    def __init__(self, port: int, prefix: str, n: int = 8) -> None:
+    def __init__(self, port: int, prefix: str, n: int = 8, limit: int | None = None) -> None:
         self.port = port
+        self.limit = limit
         self.acked: list[str] = []
         self.other: list[str] = []
         self._stop = threading.Event()
@@ -62,7 +64,7 @@ class Clients:
     def _client(self, name: str) -> None:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         i = 0
-        while not self._stop.is_set():
+        while not self._stop.is_set() and (self.limit is None or i < self.limit):
             event_id = f"{name}-{i}"
             i += 1
             try:
@@ -154,7 +156,9 @@ def test_a_cycle_whose_datums_wait_in_state_killed_then_restarted_writes_each_ev
     # Each event goes round 250 times, more than one micro-batch runs
     # (ROUNDS_PER_BATCH), so at the kill (once 200 events have left) the later ones
     # are on the cycle, in the step's keyed state. The restart picks them up from
-    # the checkpoint: each acknowledged event leaves once.
+    # the checkpoint: each acknowledged event leaves once. Each client posts at most
+    # 200 events: unbounded, fast clients pile up more rounds than the run's
+    # deadline allows while the first 200 go round.
     from flowspark.runtime.numaflow.cycle import ROUNDS_PER_BATCH
 
     assert COUNTDOWN_ROUNDS > ROUNDS_PER_BATCH
@@ -162,11 +166,16 @@ def test_a_cycle_whose_datums_wait_in_state_killed_then_restarted_writes_each_ev
     udf.write_text(COUNTDOWN_UDF.format(rounds=COUNTDOWN_ROUNDS))
     pipeline = tmp_path / "countdown.yaml"
     pipeline.write_text(COUNTDOWN_PIPELINE)
-    _kill_under_load_then_restart(tmp_path, pipeline, {"countdown": str(udf)}, 1.0, 200)
+    _kill_under_load_then_restart(tmp_path, pipeline, {"countdown": str(udf)}, 1.0, 200, 200)
 
 
 def _kill_under_load_then_restart(
-    tmp_path: Path, pipeline: Path, udfs: dict[str, str], post_seconds: float, written: int
+    tmp_path: Path,
+    pipeline: Path,
+    udfs: dict[str, str],
+    post_seconds: float,
+    written: int,
+    limit: int | None = None,
 ) -> None:
     out = tmp_path / "out.txt"
     recovery = tmp_path / "recovery"
@@ -180,7 +189,7 @@ def _kill_under_load_then_restart(
     stderr = tmp_path / "stderr.txt"
     proc = _start(flow_file, recovery, port, stderr)
     wait_healthy(port, proc)
-    first = Clients(port, "run1")
+    first = Clients(port, "run1", limit=limit)
     time.sleep(post_seconds)
     deadline = time.monotonic() + 120
     while len(_ids(out)) < written:
@@ -195,7 +204,7 @@ def _kill_under_load_then_restart(
     proc = _start(flow_file, recovery, port, stderr)
     try:
         wait_healthy(port, proc)
-        second = Clients(port, "run2", n=2)
+        second = Clients(port, "run2", n=2, limit=limit)
         time.sleep(1.0)
         second.stop()
         acked = first.acked + second.acked
