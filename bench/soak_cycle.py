@@ -2,10 +2,11 @@
 
 ``python bench/soak_cycle.py [MINUTES] [RATE]`` (default 30 minutes, 100 events/s)
 
-A pipeline ``http -> countdown -> (back to countdown | log sink)`` runs from its YAML
-with a recovery directory; ``countdown`` (a pynumaflow-style map UDF script) sends
-each event round the cycle 250 times, more than one micro-batch's rounds, so the
-events wait in the cycle's keyed state between micro-batches. One client posts
+A pipeline ``http -> countdown -> (back to countdown | log sink)``
+(``tests/data/numaflow/countdown-cycle.yaml``) runs with a recovery directory;
+``countdown`` (``examples/numaflow/udfs/countdown.py``, a pynumaflow-style map UDF
+script) sends each event round the cycle 250 times, more than one micro-batch's
+rounds, so the events wait in the cycle's keyed state between micro-batches. One client posts
 ``RATE`` events/s. Each minute's line: event->sink latency (post to the log sink's
 write), the micro-batch time, the process tree's peak RSS, and the recovery
 directory's size, with its keyed state and the HTTP journal apart.
@@ -28,39 +29,12 @@ from tempfile import mkdtemp
 
 import psutil
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 from bench.rss import tree_rss  # noqa: E402 - the repository's root on the path first
 
-ROUNDS = 250
-UDF = f"""
-from flowspark.mapper import MapServer, Message, Messages
-
-
-def handler(keys, datum):
-    event_id, _, left = datum.value.decode().partition("|")
-    n = int(left) if left else {ROUNDS}
-    if n <= 1:
-        return Messages(Message(event_id.encode()))
-    return Messages(Message(f"{{event_id}}|{{n - 1}}".encode(), tags=["again"]))
-
-
-if __name__ == "__main__":
-    MapServer(handler).start()
-"""
-PIPELINE = """
-apiVersion: numaflow.numaproj.io/v1alpha1
-kind: Pipeline
-metadata: {name: countdown}
-spec:
-  vertices:
-    - {name: in, source: {http: {}}}
-    - {name: countdown, udf: {container: {image: countdown:latest}}}
-    - {name: out, sink: {log: {}}}
-  edges:
-    - {from: in, to: countdown}
-    - {from: countdown, to: countdown, conditions: {tags: {values: [again]}}}
-    - {from: countdown, to: out, conditions: {tags: {operator: not, values: [again]}}}
-"""
+UDF = ROOT / "examples" / "numaflow" / "udfs" / "countdown.py"
+PIPELINE = ROOT / "tests" / "data" / "numaflow" / "countdown-cycle.yaml"
 PORT = 18601
 SINK_LINE = re.compile(r'"timestamp":"([^"]+)".*Payload - t(\d+)-')
 
@@ -102,11 +76,8 @@ def _pct(values: list[float], q: float) -> float:
 
 def main(minutes: float, rate: int) -> None:
     work = Path(mkdtemp(prefix="flowspark-soak-cycle-"))
-    udf, spec, rec = work / "countdown.py", work / "countdown.yaml", work / "recovery"
-    udf.write_text(UDF)
-    spec.write_text(PIPELINE)
-    out, progress = work / "out.txt", work / "progress.jsonl"
-    cmd = [sys.executable, "-m", "flowspark.run", str(spec), "--udf", f"countdown={udf}"]
+    rec, out, progress = work / "recovery", work / "out.txt", work / "progress.jsonl"
+    cmd = [sys.executable, "-m", "flowspark.run", str(PIPELINE), "--udf", f"countdown={UDF}"]
     cmd += ["-r", str(rec), "--progress-json", str(progress), "--http-port", str(PORT)]
     with out.open("w") as stdout, (work / "stderr.txt").open("w") as stderr:
         proc = subprocess.Popen(cmd, stdout=stdout, stderr=stderr)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import http.client
 import os
 import re
+import runpy
 import signal
 import subprocess
 import sys
@@ -114,39 +115,8 @@ def test_a_cycle_killed_under_http_load_then_restarted_writes_each_event_once(tm
     _kill_under_load_then_restart(tmp_path, CYCLE, {"retry": str(RETRY)}, 1.0, 0)
 
 
-COUNTDOWN_ROUNDS = 250  # more than one micro-batch's rounds: datums wait in state
-
-COUNTDOWN_UDF = """
-from flowspark.mapper import MapServer, Message, Messages
-
-
-def handler(keys, datum):
-    # "id" comes in; "id|n" goes round n more times; "id" leaves after the last.
-    event_id, _, left = datum.value.decode().partition("|")
-    n = int(left) if left else {rounds}
-    if n <= 1:
-        return Messages(Message(event_id.encode()))
-    return Messages(Message(f"{{event_id}}|{{n - 1}}".encode(), tags=["again"]))
-
-
-if __name__ == "__main__":
-    MapServer(handler).start()
-"""
-
-COUNTDOWN_PIPELINE = """
-apiVersion: numaflow.numaproj.io/v1alpha1
-kind: Pipeline
-metadata: {name: countdown}
-spec:
-  vertices:
-    - {name: in, source: {http: {}}}
-    - {name: countdown, udf: {container: {image: countdown:latest}}}
-    - {name: out, sink: {log: {}}}
-  edges:
-    - {from: in, to: countdown}
-    - {from: countdown, to: countdown, conditions: {tags: {values: [again]}}}
-    - {from: countdown, to: out, conditions: {tags: {operator: not, values: [again]}}}
-"""
+COUNTDOWN = ROOT / "examples" / "numaflow" / "udfs" / "countdown.py"
+COUNTDOWN_CYCLE = ROOT / "tests" / "data" / "numaflow" / "countdown-cycle.yaml"
 
 
 @pytest.mark.slow
@@ -161,12 +131,9 @@ def test_a_cycle_whose_datums_wait_in_state_killed_then_restarted_writes_each_ev
     # deadline allows while the first 200 go round.
     from flowspark.runtime.numaflow.cycle import ROUNDS_PER_BATCH
 
-    assert COUNTDOWN_ROUNDS > ROUNDS_PER_BATCH
-    udf = tmp_path / "countdown.py"
-    udf.write_text(COUNTDOWN_UDF.format(rounds=COUNTDOWN_ROUNDS))
-    pipeline = tmp_path / "countdown.yaml"
-    pipeline.write_text(COUNTDOWN_PIPELINE)
-    _kill_under_load_then_restart(tmp_path, pipeline, {"countdown": str(udf)}, 1.0, 200, 200)
+    assert runpy.run_path(str(COUNTDOWN))["ROUNDS"] > ROUNDS_PER_BATCH
+    udfs = {"countdown": str(COUNTDOWN)}
+    _kill_under_load_then_restart(tmp_path, COUNTDOWN_CYCLE, udfs, 1.0, 200, 200)
 
 
 def _kill_under_load_then_restart(
