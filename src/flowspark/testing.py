@@ -62,6 +62,18 @@ def run_main(
     (micro-batch); ``recovery_config`` keeps the checkpoint so a rerun resumes.
     Reusable: later calls in the same process reuse the running session.
     """
+    _run(flow, epoch_interval, recovery_config, master=master)
+
+
+def _run(
+    flow: Dataflow,
+    epoch_interval: timedelta | None,
+    recovery_config: RecoveryConfig | None,
+    master: str | None = None,
+    parallelism: int | None = None,
+) -> None:
+    """Run ``flow`` until every input has ended: what :func:`run_main` and
+    :func:`cluster_main` share."""
     from flowspark.engine.query import RunConfig, run_flow  # noqa: PLC0415 engine: only to run a flow
 
     if epoch_interval is not None and not isinstance(epoch_interval, timedelta):
@@ -73,6 +85,7 @@ def run_main(
             recovery_dir=str(recovery_dir) if recovery_dir else None,
             epoch_interval=epoch_interval,
             master=master,
+            parallelism=parallelism,
             release_planning_workers=True,
         ),
     )
@@ -115,18 +128,7 @@ def cluster_main(
             "cluster_main: worker_count_per_proc must be an int >= 1; "
             f"got {worker_count_per_proc!r}"
         )
-    from flowspark.engine.query import RunConfig, run_flow  # noqa: PLC0415 engine: only to run a flow
-
-    recovery_dir: Any = recovery_config.db_dir if recovery_config else None
-    run_flow(
-        flow,
-        RunConfig(
-            recovery_dir=str(recovery_dir) if recovery_dir else None,
-            epoch_interval=epoch_interval,
-            parallelism=worker_count_per_proc,
-            release_planning_workers=True,
-        ),
-    )
+    _run(flow, epoch_interval, recovery_config, parallelism=worker_count_per_proc)
 
 
 @dataclass
