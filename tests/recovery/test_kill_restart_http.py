@@ -23,10 +23,12 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from flowspark.connectors.numaflow.http import journal as J
 from tests.http_clients import free_port, post, wait_healthy
 from tests.server_process import interrupt
 
@@ -81,14 +83,16 @@ class Clients:
             thread.join(timeout=60)
 
 
-def _start(flow_file: Path, recovery: Path, port: int, stderr: Path) -> subprocess.Popen:
+def _start(
+    flow_file: Path, recovery: Path, port: int, stderr: Path, env: dict[str, str]
+) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "flowspark.run", str(flow_file), "-r", str(recovery)]
     return subprocess.Popen(
         cmd,
         stdout=subprocess.DEVNULL,
         stderr=stderr.open("a"),
         start_new_session=True,
-        env={**os.environ, "FLOWSPARK_HTTP_PORT": str(port), "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, "FLOWSPARK_HTTP_PORT": str(port), "PYTHONUNBUFFERED": "1", **env},
     )
 
 
@@ -113,6 +117,24 @@ def test_a_cycle_killed_under_http_load_then_restarted_writes_each_event_once(tm
     # the kill cut short is run again whole after the restart (retry's counts start
     # afresh in the new workers), so each event still leaves the cycle once.
     _kill_under_load_then_restart(tmp_path, CYCLE, {"retry": str(RETRY)}, 1.0, 0)
+
+
+@pytest.mark.slow
+def test_a_run_that_dropped_delivered_events_from_its_journal_killed_then_restarted(
+    tmp_path: Path,
+):
+    # A 1 s dedup window: while the first run goes on, the HTTP server drops from its
+    # journal what the flow committed (its .start file moves on). The kill comes
+    # after such a drop; the restart resumes from its checkpoint, which is never
+    # before the journal's start: every acknowledged event once, none lost.
+    start = tmp_path / "journals" / "in.journal.start"
+
+    def dropped() -> bool:
+        return start.exists() and J.read_start(tmp_path / "journals" / "in.journal") > 8
+
+    env = {"FLOWSPARK_HTTP_DEDUP_WINDOW": "1"}
+    _kill_under_load_then_restart(tmp_path, PIPELINE, {}, 1.0, 0, env=env, before_kill=dropped)
+    assert J.read_start(tmp_path / "journals" / "in.journal") > 8
 
 
 COUNTDOWN = ROOT / "examples" / "numaflow" / "udfs" / "countdown.py"
@@ -143,6 +165,8 @@ def _kill_under_load_then_restart(
     post_seconds: float,
     written: int,
     limit: int | None = None,
+    env: dict[str, str] | None = None,
+    before_kill: Callable[[], bool] | None = None,
 ) -> None:
     out = tmp_path / "out.txt"
     recovery = tmp_path / "recovery"
@@ -154,13 +178,14 @@ def _kill_under_load_then_restart(
     port = free_port()
 
     stderr = tmp_path / "stderr.txt"
-    proc = _start(flow_file, recovery, port, stderr)
+    env = env or {}
+    proc = _start(flow_file, recovery, port, stderr, env)
     wait_healthy(port, proc)
     first = Clients(port, "run1", limit=limit)
     time.sleep(post_seconds)
     deadline = time.monotonic() + 120
-    while len(_ids(out)) < written:
-        assert time.monotonic() < deadline and proc.poll() is None, "the sink wrote nothing"
+    while len(_ids(out)) < written or (before_kill is not None and not before_kill()):
+        assert time.monotonic() < deadline and proc.poll() is None, "not ready to kill in time"
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)  # the driver, Spark's JVM and workers, the fsyncer
     proc.wait()
@@ -168,7 +193,7 @@ def _kill_under_load_then_restart(
     assert first.acked, "no event was acknowledged before the kill"
     written_before_restart = len(_ids(out))
 
-    proc = _start(flow_file, recovery, port, stderr)
+    proc = _start(flow_file, recovery, port, stderr, env)
     try:
         wait_healthy(port, proc)
         second = Clients(port, "run2", n=2, limit=limit)

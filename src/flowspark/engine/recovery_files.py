@@ -220,15 +220,21 @@ def journal_synced(data: bytes | None) -> int | None:
     return length if length == ~check & (1 << 64) - 1 else None
 
 
-def journal_problem(f: IO[bytes], size: int, synced: int | None) -> tuple[int, str | None]:
+def journal_problem(
+    f: IO[bytes], size: int, synced: int | None, start: int | None = None
+) -> tuple[int, str | None]:
     """The number of complete, valid records of the HTTP source journal in ``f``
-    (``size`` bytes) and why it is damaged, or ``None``: a bad record before the
-    ``synced`` length, or not a journal (a torn tail past it is normal after a crash;
-    the server cuts it off when it starts)."""
+    (``size`` bytes) from byte ``start`` on (its ``.start`` file: what is before was
+    dropped) and why it is damaged, or ``None``: a bad record before the ``synced``
+    length, or not a journal (a torn tail past it is normal after a crash; the server
+    cuts it off when it starts)."""
     f.seek(0)
     if f.read(len(_JOURNAL_MAGIC)) != _JOURNAL_MAGIC:
         return 0, "not an HTTP source journal (no FSPKHTJ1 header)"
-    pos, records = len(_JOURNAL_MAGIC), 0
+    pos, records = max(start or 0, len(_JOURNAL_MAGIC)), 0
+    if pos > size:
+        return 0, f"cut short: its .start file says it keeps bytes from {pos} on"
+    f.seek(pos)
     while pos + _JOURNAL_RECORD.size <= size:
         length, crc = _JOURNAL_RECORD.unpack(f.read(_JOURNAL_RECORD.size))
         if length < _JOURNAL_MIN_BODY or pos + _JOURNAL_RECORD.size + length > size:

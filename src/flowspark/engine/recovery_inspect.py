@@ -353,7 +353,7 @@ class _Inspector:
             base = f.name.rsplit("/", 1)[-1]
             if f.name.startswith(f"{JOURNALS}/") and base.endswith(".journal"):
                 facts.update(self._journal(f))
-            elif base.endswith(".journal.synced"):
+            elif base.endswith((".journal.synced", ".journal.start", ".journal.committed")):
                 continue  # shown with its journal
             elif ".journal.torn." in base:
                 facts["note"] = "a torn journal tail the HTTP server cut off (kept for reference)"
@@ -367,9 +367,13 @@ class _Inspector:
         synced_bytes = self.dir.read(synced_name) if synced_name in self.dir.files else None
         synced = journal_synced(synced_bytes)
         facts: dict[str, Any] = {"kind": "HTTP source journal", "synced": synced}
+        start_name = f.name + ".start"
+        start = journal_synced(self.dir.read(start_name)) if start_name in self.dir.files else None
+        if start is not None:
+            facts["start"] = start  # the bytes before were delivered and dropped
         if self.check:
             with self.dir.open(f.name) as stream:
-                records, why = journal_problem(stream, f.size, synced)
+                records, why = journal_problem(stream, f.size, synced, start)
             facts["records"] = records
             if why is not None:
                 self.problem(f.name, f"HTTP source journal is {why}")

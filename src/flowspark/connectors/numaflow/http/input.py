@@ -14,6 +14,7 @@ from typing import Any
 from flowspark.api.inputs import PartitionedInput, StatefulSource
 from flowspark.api.udf.types import Datum
 from flowspark.connectors.numaflow.http.journal import (
+    COMMITTED_SUFFIX,
     DATUMS,
     JOURNAL_MAGIC,
     JOURNAL_SUFFIX,
@@ -21,8 +22,10 @@ from flowspark.connectors.numaflow.http.journal import (
     check_magic,
     check_vertex,
     read_records,
+    read_start,
     read_synced,
 )
+from flowspark.connectors.numaflow.http.retention import note_committed
 
 __all__ = ["HttpInput"]
 
@@ -40,9 +43,11 @@ class HttpInput(PartitionedInput):
 
     One part, named after the vertex; its state is the journal byte offset after the
     last event read, so a restarted flow resumes exactly after the last committed
-    snapshot. Items are :class:`~flowspark.api.udf.types.Datum` s: keys, payload,
-    event time (header or arrival), watermark = event time, headers, id. Live: it
-    never ends. Picklable (two strings); it reads the files and never the server.
+    snapshot; after each committed micro-batch it tells the server how far that is
+    (so the server may drop what is delivered: see :mod:`.retention`). Items are
+    :class:`~flowspark.api.udf.types.Datum` s: keys, payload, event time (header or
+    arrival), watermark = event time, headers, id. Live: it never ends. Picklable
+    (two strings); it reads the files and never the server.
     """
 
     is_live = True
@@ -81,6 +86,7 @@ class _JournalPart(StatefulSource):
         self._got = True  # (so the first read is at once)
         self._warned_at = -1
         self._limit: int | None = None
+        self._started = False  # checked that the journal still keeps ``offset``
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -102,6 +108,8 @@ class _JournalPart(StatefulSource):
             if not check_magic(self._fd, self.path):
                 return []  # not created yet
             self.offset = len(JOURNAL_MAGIC)
+        if not self._started:
+            self._check_start()
         end = self._available()
         if self._limit is not None:
             end = min(end, self._limit)
@@ -122,6 +130,25 @@ class _JournalPart(StatefulSource):
         self.offset = pos
         self._got = bool(items)
         return items
+
+    def _check_start(self) -> None:
+        """The server drops only what this reader committed, so the journal keeps
+        every byte from ``offset`` on -- unless the flow's checkpoint is older than
+        its journal (restored apart from it)."""
+        start = read_start(self.path)
+        if self.offset < start:
+            raise RuntimeError(
+                f"{self.path} keeps events from byte {start} on (those before were "
+                f"delivered and dropped), but this flow resumes at byte {self.offset}: "
+                "its checkpoint is older than the journal (a flow's checkpoint and its "
+                "HTTP journal directory must be kept, copied and restored together)"
+            )
+        self._started = True
+
+    def committed(self, snapshot: Any) -> None:
+        """Every event before byte ``snapshot`` is in a committed micro-batch."""
+        if snapshot:
+            note_committed(self.path[: -len(JOURNAL_SUFFIX)] + COMMITTED_SUFFIX, int(snapshot))
 
     def next_awake(self) -> datetime | None:
         if self._got:

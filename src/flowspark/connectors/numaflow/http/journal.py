@@ -19,11 +19,22 @@ Files, per vertex, in the journal directory:
   read again). Readers never read past it (a reader of a journal without one
   reads up to its last valid record).
 * ``<vertex>.journal.torn.<offset>``: a copy of a torn tail the server cut off.
+* ``<vertex>.journal.committed``: how far the flow that reads the journal has
+  committed (a byte offset, in the ``.synced`` layout), written by the reader after
+  each committed micro-batch. Only a hint: when missing or unreadable, nothing is
+  dropped.
+* ``<vertex>.journal.start``: the first byte still kept (``.synced`` layout; missing:
+  8, the whole journal). The server drops what a flow has committed once it is older
+  than the dedup window (:mod:`.retention`): it writes this file (durably) first, then
+  frees the bytes before it (a hole punched in the file: offsets do not move, the
+  disk blocks are given back). Readers start at it, and a reader asked to resume
+  before it fails: those events are gone.
 
 A torn final record (a crash mid-write) fails its length or CRC check: readers
 stop before it, and the server cuts it off when it restarts on the same
 directory (keeping the copy). A journal never shrinks below what was fsync'ed,
-so a reader's byte offset (the input's snapshot) stays valid across restarts.
+and a dropped prefix keeps its offsets, so a reader's byte offset (the input's
+snapshot) stays valid across restarts.
 One server at a time may own a directory's journals (an ``flock`` on each file).
 Vertex names are file names: ``[A-Za-z0-9][A-Za-z0-9._-]*``.
 
@@ -42,6 +53,7 @@ import re
 import struct
 import time
 import zlib
+from collections import deque
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -60,6 +72,8 @@ __all__ = [
     "JOURNAL_MAGIC",
     "JOURNAL_SUFFIX",
     "SYNCED_SUFFIX",
+    "START_SUFFIX",
+    "COMMITTED_SUFFIX",
 ]
 
 log = logging.getLogger(__name__)
@@ -70,6 +84,8 @@ READ_MAX_BYTES = 8 * 1024 * 1024
 JOURNAL_MAGIC = b"FSPKHTJ1"
 JOURNAL_SUFFIX = ".journal"
 SYNCED_SUFFIX = ".journal.synced"
+START_SUFFIX = ".journal.start"
+COMMITTED_SUFFIX = ".journal.committed"
 _HEADER = struct.Struct("<II")  # body length, CRC-32 of the body
 _BODY = struct.Struct("<qIHH")  # event time ms, meta length, key count, header count
 # The synced length, then its complement: the server updates it in place (a shared
@@ -222,9 +238,49 @@ def read_synced(path: str) -> int | None:
     raise RuntimeError(f"{path}: the synced length never reads consistently")
 
 
+def read_start(journal_path: str | Path) -> int:
+    """The first byte the journal at ``journal_path`` still keeps (its ``.start``
+    file; the first record when there is none).
+
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "in.journal")
+    >>> read_start(path)
+    8
+    >>> write_offset_file(path[: -len(JOURNAL_SUFFIX)] + START_SUFFIX, 4096, durable=False)
+    >>> read_start(path)
+    4096
+    """
+    path = str(journal_path)
+    start = read_synced(path[: -len(JOURNAL_SUFFIX)] + START_SUFFIX)
+    return len(JOURNAL_MAGIC) if start is None else max(start, len(JOURNAL_MAGIC))
+
+
+def write_offset_file(path: str | Path, value: int, durable: bool) -> None:
+    """Write ``value`` to a ``.start`` or ``.committed`` file (the ``.synced`` layout).
+    ``durable``: through a fsync'ed temporary file renamed over it (so a crash leaves
+    the old value or the new one); else a plain write in place (a torn one reads as
+    none)."""
+    path = Path(path)
+    if not durable:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            os.pwrite(fd, pack_synced(value), 0)
+        finally:
+            os.close(fd)
+        return
+    temporary = path.with_name(path.name + ".tmp")
+    with open(temporary, "wb") as f:
+        f.write(pack_synced(value))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(temporary, path)
+    _fsync_dir(path.parent)
+
+
 def read_journal(path: str | Path, offset: int = 0) -> list[JournalRecord]:
-    """Every complete, valid record of the journal at ``path`` from ``offset`` on (a
-    torn tail is ignored), without regard to the ``.synced`` length.
+    """Every complete, valid record of the journal at ``path`` from ``offset`` (or
+    the first byte it keeps, if later) on (a torn tail is ignored), without regard to
+    the ``.synced`` length.
 
     >>> import tempfile
     >>> d = tempfile.mkdtemp()
@@ -236,7 +292,7 @@ def read_journal(path: str | Path, offset: int = 0) -> list[JournalRecord]:
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         size = os.fstat(fd).st_size
-        start = max(offset, len(JOURNAL_MAGIC))
+        start = max(offset, read_start(path))
         check_magic(fd, str(path))
         records, _, _ = read_records(fd, start, size, 1 << 62, RECORDS)
         return records
@@ -273,12 +329,19 @@ def check_vertex(vertex: str) -> str:
 
 class Journal:
     """The server side of one vertex's journal: the append fd, the id index, the
-    ids in flight."""
+    ids in flight, and the groups of ids kept (for :mod:`.retention`)."""
 
     def __init__(self, directory: Path, vertex: str) -> None:
         self.directory = directory
         self.path = directory / (vertex + JOURNAL_SUFFIX)
         self.synced_path = directory / (vertex + SYNCED_SUFFIX)
+        self.start_path = directory / (vertex + START_SUFFIX)
+        self.committed_path = directory / (vertex + COMMITTED_SUFFIX)
+        self.start = len(JOURNAL_MAGIC)  # the first byte kept
+        self.punched = len(JOURNAL_MAGIC)  # the first byte whose blocks were not freed
+        # One entry per fsync'ed group, oldest first: (its end, monotonic time it was
+        # synced, its ids). The index holds exactly the ids of these groups.
+        self.kept: deque[tuple[int, float, list[str]]] = deque()
         self.fd = -1
         self.synced_fd = -1
         self.synced_map: mmap.mmap | None = None
@@ -314,7 +377,14 @@ class Journal:
             size = len(JOURNAL_MAGIC)
             os.fsync(self.fd)
             _fsync_dir(self.directory)
-        ids, end, _ = read_records(self.fd, len(JOURNAL_MAGIC), size, 1 << 62, IDS)
+        self.start = read_start(self.path)
+        self.punched = len(JOURNAL_MAGIC)  # (not known: punched again on the first drop)
+        if self.start > size:
+            raise RuntimeError(
+                f"{self.start_path} says the journal keeps bytes from {self.start} on, but "
+                f"{self.path} is {size} bytes long: it was replaced or cut short"
+            )
+        ids, end, _ = read_records(self.fd, self.start, size, 1 << 62, IDS)
         if end < size:  # a torn tail (or corruption): keep a copy, then cut it off
             aside = self.path.with_name(f"{self.path.name}.torn.{end}")
             with open(aside, "wb") as f:
@@ -339,6 +409,9 @@ class Journal:
         self.ids = set(ids)
         if len(self.ids) != len(ids):
             log.warning("%s holds %d duplicate ids", self.path, len(ids) - len(self.ids))
+        self.kept.clear()
+        if ids:  # kept a whole dedup window from now
+            self.kept.append((end, time.monotonic(), ids))
         self.size = self.synced_size = end
         os.pwrite(self.synced_fd, pack_synced(end), 0)
         os.ftruncate(self.synced_fd, _SYNCED.size)
@@ -369,6 +442,24 @@ class Journal:
         self.synced_size = size
         assert self.synced_map is not None
         self.synced_map[:] = pack_synced(size)
+
+    def remember(self, end: int, ids: list[str]) -> None:
+        """A group of events ending at byte ``end`` is fsync'ed: index its ids."""
+        self.ids.update(ids)
+        self.kept.append((end, time.monotonic(), ids))
+
+    def forget_through(self, committed: int, synced_before: float) -> int | None:
+        """Drop from the index the oldest groups that end at or before byte
+        ``committed`` and were synced before the monotonic time ``synced_before``;
+        return the new first byte kept (``None``: nothing dropped). The caller makes
+        it durable (:func:`.retention.drop_prefix`) before it frees anything."""
+        kept = self.kept
+        new_start = None
+        while kept and kept[0][0] <= committed and kept[0][1] < synced_before:
+            end, _, ids = kept.popleft()
+            self.ids.difference_update(ids)
+            new_start = end
+        return new_start
 
     def rollback(self, size: int | None = None) -> None:
         """Cut the journal back to ``size`` (default: its fsync'ed length)."""

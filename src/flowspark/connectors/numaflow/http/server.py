@@ -60,10 +60,14 @@ Dedup (a flowspark extension)
 -----------------------------
 
 Numaflow answers 409 for an id that is *in flight*. flowspark answers 409 for an
-id in flight OR already in the vertex's journal (the index is rebuilt from the
-journals at start), so a client that retries after a crash or a lost reply gets
-exactly-once ingestion: 200 or 409 both mean "journaled exactly once". The index
-holds every id of the journal in memory (about 100 bytes per event).
+id in flight OR journaled within the dedup window (``dedup_window`` seconds,
+default ``$FLOWSPARK_HTTP_DEDUP_WINDOW`` or 120; the index is rebuilt from the
+journals at start, and counts them as just journaled), so a client that retries
+within the window after a crash or a lost reply gets exactly-once ingestion: 200
+or 409 both mean "journaled exactly once". Past the window, once the flow has
+committed an event, its id is forgotten and its bytes are dropped from the
+journal (:mod:`.retention`): memory (about 100 bytes per id) and disk stay bounded
+by the window, however long the run lasts. Numaflow's own ISB dedups for 60 s.
 
 The journal
 -----------
@@ -97,6 +101,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from flowspark.connectors.numaflow.http import retention
 from flowspark.connectors.numaflow.http.fsync import ProcessSyncer, ThreadSyncer
 from flowspark.connectors.numaflow.http.journal import Journal, check_vertex, encode_record
 from flowspark.connectors.numaflow.http.wire import DateCache, HttpConnection, Request
@@ -117,6 +122,8 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8443
 HOST_ENV = "FLOWSPARK_HTTP_HOST"
 PORT_ENV = "FLOWSPARK_HTTP_PORT"
+# Seconds between looks at what each journal may drop (see .retention).
+TRIM_EVERY = 5.0
 
 # Event times a Python datetime can hold (0001-01-01 .. 9999-12-31T23:59:59.999 UTC).
 _MIN_EVENT_MS = -62_135_596_800_000
@@ -266,6 +273,7 @@ class HttpServer:
         keyfile: str | None = None,
         max_in_flight: int = 30000,
         healthy_when_running: bool = False,
+        dedup_window: float | None = None,
     ) -> None:
         routes = list(routes)
         if not routes:
@@ -287,6 +295,10 @@ class HttpServer:
         self.certfile = certfile
         self.keyfile = keyfile
         self.max_in_flight = max_in_flight
+        self.dedup_window = retention.dedup_window(dedup_window)
+        # Dropping what is delivered and past the window is looked at this often.
+        self._trim_every = min(TRIM_EVERY, self.dedup_window / 2)
+        self._trimming = False
         tokens = [r.token for r in routes]
         # /health needs a token only when every route has one (any of them will do).
         self._health_tokens = (
@@ -455,6 +467,7 @@ class HttpServer:
         self._ready = True
         self._ready_event.set()
         log.info("HTTP source listening on %s for %s", self.url, sorted(self.routes))
+        loop.call_later(self._trim_every, self._trim)
         await self._done
 
     def _rebuild(self) -> ProcessSyncer | ThreadSyncer:
@@ -470,6 +483,42 @@ class HttpServer:
             except Exception as exc:  # e.g. no interpreter to run it
                 log.warning("HTTP source: no fsync helper process (%s); using a thread", exc)
         return ThreadSyncer(self, journals)
+
+    # -- retention (loop thread, the file work in a thread of the default executor)
+
+    def _trim(self) -> None:
+        """Forget the ids, and drop the bytes, of the events every reader committed
+        that are older than the dedup window (see :mod:`.retention`)."""
+        if self._stopping or self._loop is None:
+            return
+        self._loop.call_later(self._trim_every, self._trim)
+        if self._trimming:
+            return
+        synced_before = time.monotonic() - self.dedup_window
+        drops = []
+        for journal in self._journals.values():
+            committed = retention.read_committed(journal.committed_path)
+            new_start = journal.forget_through(committed, synced_before)
+            if new_start is not None:
+                drops.append((journal, new_start))
+        if drops:
+            self._trimming = True
+            done = self._loop.run_in_executor(None, self._drop, drops)
+            done.add_done_callback(self._dropped)
+
+    def _drop(self, drops: list[tuple[Journal, int]]) -> None:
+        for journal, new_start in drops:
+            if journal.fd < 0:
+                return  # stopped meanwhile
+            journal.punched = retention.drop_prefix(
+                journal.start_path, journal.fd, journal.punched, new_start
+            )
+            journal.start = new_start
+
+    def _dropped(self, done: asyncio.Future[None]) -> None:
+        self._trimming = False
+        if not done.cancelled() and (exc := done.exception()) is not None:
+            log.error("HTTP source: dropping delivered events from a journal failed: %s", exc)
 
     def _close_journals(self) -> None:
         for journal in self._journals.values():
@@ -693,10 +742,14 @@ class HttpServer:
             return
         self._syncing = None
         failed: dict[Journal, BaseException] = {}
+        ids: dict[Journal, list[str]] = {journal: [] for journal in self._sync_sizes}
+        for pending in batch:
+            ids[pending.journal].append(pending.id)
         for journal, size in self._sync_sizes.items():
             error = errors.get(journal.index, -1)
             if error == 0:
                 journal.synced(size)
+                journal.remember(size, ids[journal])
             else:
                 failed[journal] = OSError(error, f"fsync of {journal.path} failed")
                 log.error("HTTP source: fsync of %s failed: errno %d", journal.path, error)
@@ -735,9 +788,7 @@ class HttpServer:
                         _json({"error": "Request processing failed", "id": pending.id}),
                         _JSON,
                     )
-            else:
-                journal.ids.add(pending.id)
-                if conn is not None:
-                    conn.reply_ok(pending.id)
+            elif conn is not None:
+                conn.reply_ok(pending.id)
         if self._pending == 0 and self._drained is not None:
             self._drained.set()
