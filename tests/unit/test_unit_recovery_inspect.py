@@ -190,6 +190,26 @@ def test_a_whole_directory_checks_out(tmp_path, capsys):
     assert journal["records"] == 2  # the torn tail past the synced length is no problem
 
 
+def test_a_journal_whose_delivered_prefix_was_dropped_checks_out_from_its_start(tmp_path, capsys):
+    # The HTTP server dropped the first record (zeros where it was, as after a
+    # punched hole) and wrote the first kept byte to in.journal.start.
+    rec = build(tmp_path / "rec")
+    journals = rec / "numaflow-http"
+    data = (journals / "in.journal").read_bytes()
+    first_end = 8 + len(_journal_record("e1", b"one"))
+    (journals / "in.journal").write_bytes(b"FSPKHTJ1" + bytes(first_end - 8) + data[first_end:])
+    pack = struct.Struct("<QQ").pack
+    (journals / "in.journal.start").write_bytes(pack(first_end, ~first_end & (1 << 64) - 1))
+    code, out, err = run(capsys, str(rec), "--check")
+    assert (code, err) == (0, [])
+    [journal] = [line for line in out.splitlines() if "numaflow-http/in.journal" in line]
+    assert f"kept from byte {first_end:,}" in journal and "1 records" in journal
+    assert not any("in.journal.start" in line for line in out.splitlines())
+    (journals / "in.journal.start").unlink()  # without it, the zeros are damage
+    code, _, err = run(capsys, str(rec), "--check")
+    assert code == 1 and "HTTP source journal is damaged" in err[0]
+
+
 def _cut(path: Path, keep: int) -> None:
     path.write_bytes(path.read_bytes()[:keep])
 

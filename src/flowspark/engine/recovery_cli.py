@@ -225,6 +225,8 @@ def _render_others(others: list[dict[str, Any]]) -> list[str]:
             extra.append(o["kind"])
         if o.get("synced") is not None:
             extra.append(f"{o['synced']:,} bytes synced")
+        if o.get("start") is not None:
+            extra.append(f"kept from byte {o['start']:,}")
         if "records" in o:
             extra.append(f"{o['records']:,} records")
         if o.get("note"):

@@ -132,7 +132,11 @@ def drop_prefix(start_path: str | Path, fd: int, punched: int, new_start: int) -
     bytes from ``punched`` (the first not freed yet) to it. Returns the new first
     byte not freed. The journal's magic (its first 8 bytes) always stays."""
     write_offset_file(start_path, new_start, durable=True)
-    begin = max(punched, len(JOURNAL_MAGIC))
+    # A hole frees only the blocks wholly inside it: start at the block that holds
+    # ``punched`` (its dead head was zeroed, not freed, by the drop before), or a
+    # block would stay behind at every drop.
+    block = os.fstat(fd).st_blksize or 4096
+    begin = max(punched - punched % block, len(JOURNAL_MAGIC))
     global _warned
     if not punch_hole(fd, begin, new_start):
         if not _warned:
