@@ -21,6 +21,7 @@ import pytest
 import flowspark.operators as op
 from flowspark.dataflow import Dataflow
 from flowspark.inputs import (
+    AbortExecution,
     DynamicSource,
     FixedPartitionedSource,
     SimplePollingSource,
@@ -34,6 +35,7 @@ from flowspark.outputs import (
     StatefulSinkPartition,
     StatelessSinkPartition,
 )
+from flowspark.recovery import RecoveryConfig
 from flowspark.runtime.errors import StepError
 from flowspark.testing import TestingSink, TestingSource, cluster_main, run_main
 from tests.docs_blocks import ROOT, blocks_for
@@ -418,6 +420,83 @@ def test_testing_source_eof_ends_the_input_and_pause_waits():
     run_main(flow)
     assert out == [1, 2]
     assert time.monotonic() - started >= 1.0
+
+
+# TestingSource.ABORT and AbortExecution: bytewax's pytests/test_recovery.py and
+# test_testing.py expectations. The run stops at the ABORT, run_main returns, and
+# the next run goes past it.
+
+ZERO = timedelta(0)
+
+
+def _abort_flow(out: list[Any], batch_size: int = 1) -> tuple[Dataflow, list[Any]]:
+    inp = [0, 1, 2, TestingSource.ABORT(), 3, 4]
+    flow = Dataflow("test_df")
+    s = op.input("inp", flow, TestingSource(inp, batch_size=batch_size))
+    op.output("out", s, TestingSink(out))
+    return flow, inp
+
+
+@pytest.mark.parametrize("batch_size", [1, 2])
+def test_an_abort_stops_the_run_and_the_rerun_resumes_past_it(tmp_path, batch_size):
+    out: list[Any] = []
+    flow, inp = _abort_flow(out, batch_size)
+    config = RecoveryConfig(str(tmp_path / "recovery"))
+    run_main(flow, epoch_interval=ZERO, recovery_config=config)
+    assert out == [0, 1, 2]
+    assert inp[3]._triggered
+    out.clear()
+    run_main(flow, epoch_interval=ZERO, recovery_config=config)
+    assert out == [3, 4]
+
+
+def test_an_abort_without_a_recovery_directory_runs_again_from_the_start():
+    out: list[Any] = []
+    flow, _ = _abort_flow(out)
+    run_main(flow)
+    assert out == [0, 1, 2]
+    out.clear()
+    run_main(flow)  # the ABORT triggered once: this run reads every item
+    assert out == [0, 1, 2, 3, 4]
+
+
+def test_an_abort_is_no_end_of_input_so_final_steps_emit_nothing():
+    # bytewax's test_stateful.py puts an ABORT last for this: no on_eof, no flush.
+    out: list[Any] = []
+    flow = Dataflow("test_df")
+    s = op.input("inp", flow, TestingSource([1, 2, TestingSource.ABORT()]))
+    s = op.key_on("key", s, lambda _x: "ALL")
+    totals = op.fold_final("sum", s, lambda: 0, lambda acc, x: acc + x)
+    seen = op.map("seen", s, lambda kv: kv)
+    op.output("out", op.merge("both", totals, seen), TestingSink(out))
+    run_main(flow, epoch_interval=ZERO)
+    assert sorted(out) == [("ALL", 1), ("ALL", 2)]  # the items; no fold_final total
+
+
+class AbortingSource(DynamicSource):
+    """A user's own source that aborts the run after its third batch."""
+
+    def build(self, step_id, worker_index, worker_count):
+        return AbortingPart()
+
+
+class AbortingPart(StatelessSourcePartition):
+    def __init__(self):
+        self.n = 0
+
+    def next_batch(self):
+        self.n += 1
+        if self.n > 3:
+            raise AbortExecution()
+        return [self.n]
+
+
+def test_a_sources_own_abort_execution_ends_the_run_after_what_it_read():
+    out: list[Any] = []
+    flow = Dataflow("test_df")
+    op.output("out", op.input("inp", flow, AbortingSource()), TestingSink(out))
+    run_main(flow)
+    assert out == [1, 2, 3]
 
 
 class Parts(FixedPartitionedSource):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import pickle
 import subprocess
 from datetime import timedelta
 from pathlib import Path
@@ -21,6 +22,7 @@ import pytest
 import flowspark.operators as op
 from flowspark.api.dataflow import Stream as ApiStream
 from flowspark.dataflow import Dataflow, Stream, f_repr, operator
+from flowspark.inputs import AbortExecution
 from flowspark.plan.graph import build_plan
 from flowspark.runtime.logics import logic_for
 from flowspark.testing import TestingInput, TestingOutput, TestingSink, TestingSource
@@ -288,10 +290,40 @@ def test_sources_and_sinks_of_other_kinds_are_type_errors():
         op.output("out", s, [])
 
 
-def test_testing_source_abort_is_refused_before_the_run():
-    flow = Dataflow("f")
-    with pytest.raises(NotImplementedError, match="TestingSource.ABORT is not supported"):
-        op.input("inp", flow, TestingSource([1, TestingSource.ABORT()]))
+def test_testing_source_abort_ends_the_batch_then_aborts_once():
+    # bytewax's pytests/test_testing.py::test_testing_source_abort: the items before
+    # the ABORT first, then AbortExecution; a part resumed from the snapshot taken
+    # before it goes past it (it triggers once).
+    source = TestingSource([0, 1, 2, TestingSource.ABORT(), 3, 4], batch_size=2)
+    part = source.build_part("test", "iterable", None)
+    assert part.next_batch() == [0, 1]
+    resume_state = part.snapshot()
+    assert part.next_batch() == [2]
+    assert part.snapshot() == 3  # the ABORT's own index: a resume meets it again
+    with pytest.raises(AbortExecution):
+        part.next_batch()
+    part = source.build_part("test", "iterable", resume_state)
+    assert part.next_batch() == [2, 3]
+    assert part.next_batch() == [4]
+    with pytest.raises(StopIteration):
+        part.next_batch()
+
+
+def test_the_driver_marks_the_abort_that_stopped_a_run_by_its_index():
+    # The run reads a copy of the items in another process: the driver's copy hears
+    # which ABORT fired through the error (AbortExecution with the item's index).
+    first, second = TestingSource.ABORT(), TestingSource.ABORT()
+    source = TestingSource([0, first, 1, second])
+    copy = pickle.loads(pickle.dumps(source))
+    part = copy.build_part("test", "iterable", None)
+    assert part.next_batch() == [0]
+    with pytest.raises(AbortExecution) as caught:
+        part.next_batch()
+    assert not first._triggered
+    source.aborted(pickle.loads(pickle.dumps(caught.value)))
+    assert first._triggered and not second._triggered
+    source.aborted(AbortExecution("a user's own, without an index"))
+    assert not second._triggered
 
 
 def test_a_flow_that_ends_at_inspect_steps_plans():

@@ -63,6 +63,12 @@ class Input(ABC):  # noqa: B024 - a marker base, as in bytewax
     # event-time watermark (see SourceWatermark).
     watermark: SourceWatermark | None = None
 
+    # A flowspark extension, optional: ``aborted(error)`` is called in the driver
+    # after a run that one of this input's parts stopped by raising ``error``, an
+    # ``AbortExecution`` (see flowspark.inputs), on the input object the flow was
+    # built with.
+    aborted: Callable[[BaseException], None] | None = None
+
 
 class StatefulSource(ABC):
     """One partition of a :class:`PartitionedInput` (bytewax 0.17 interface)."""

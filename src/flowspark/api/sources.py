@@ -69,7 +69,10 @@ S = TypeVar("S")
 
 
 class AbortExecution(RuntimeError):
-    """bytewax 0.21's exception to abort a run (flowspark stops the run with it)."""
+    """Raise it from ``next_batch`` to stop the run there, as bytewax 0.21 does (for
+    tests): what was read before is delivered and committed, no input is said to
+    have ended (no ``on_eof``, no window closes), and ``run_main`` returns. A rerun
+    on the same recovery directory resumes after the last committed batch."""
 
 
 class Source(ABC, Generic[X]):  # noqa: B024 - a marker base, as in bytewax
@@ -238,8 +241,18 @@ class _StatefulPart(StatefulPartAdapter, StatefulSource):
         return self.part.next_awake()
 
 
+def _tell_aborted(source: Any, error: BaseException) -> None:
+    """Hand the engine's ``aborted(error)`` on to a source that has the hook."""
+    hook = getattr(source, "aborted", None)
+    if hook is not None:
+        hook(error)
+
+
 class _FixedPartitionedInput(PartitionedAdapter, PartitionedInput):
     """A :class:`FixedPartitionedSource` as the engine's :class:`PartitionedInput`."""
+
+    def aborted(self, error: BaseException) -> None:  # Input's optional hook
+        _tell_aborted(self.family, error)
 
     def build_part(self, for_part: str, resume_state: Any | None) -> StatefulSource:
         return _StatefulPart(self.family.build_part(self.step_id, for_part, resume_state))
@@ -255,6 +268,9 @@ class _StatelessPart(PartAdapter, StatelessSource):
 
 class _DynamicInput(FamilyAdapter, DynamicInput):
     """A :class:`DynamicSource` as the engine's :class:`DynamicInput`."""
+
+    def aborted(self, error: BaseException) -> None:  # Input's optional hook
+        _tell_aborted(self.family, error)
 
     def build(self, worker_index: int, worker_count: int) -> StatelessSource:
         return _StatelessPart(self.family.build(self.step_id, worker_index, worker_count))

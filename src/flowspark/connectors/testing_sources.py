@@ -8,9 +8,11 @@ partition. Without sentinels it runs as :class:`~flowspark.connectors.memory.Tes
 bytewax does, as a polled partition whose snapshot is the index of the next
 item. (bytewax's next run from a recovery directory goes on after an EOF;
 flowspark's does not: a partition that ended stays ended, and a keyed flow
-whose inputs ended is done.) ``TestingSource.ABORT()`` is refused before the
-run: a flowspark run cannot stop itself part-way and have the next run skip
-the abort (use a recovery directory and kill the run instead).
+whose inputs ended is done.) ``TestingSource.ABORT()`` stops the run there
+(``AbortExecution``): the items before it are delivered and committed, no input
+ends, and ``run_main`` returns; the ``ABORT`` is then marked triggered, so the
+next run in this process goes past it (a rerun on the same recovery directory
+resumes after the last committed batch).
 
 >>> source = TestingSource([1, 2, TestingSource.EOF(), 3], batch_size=2)
 >>> part = source.build_part("flow.inp", "iterable", None)
@@ -37,7 +39,11 @@ from typing import Any
 
 from flowspark.api.inputs import Input
 from flowspark.api.sinks import DynamicSink, StatelessSinkPartition
-from flowspark.api.sources import FixedPartitionedSource, StatefulSourcePartition
+from flowspark.api.sources import (
+    AbortExecution,
+    FixedPartitionedSource,
+    StatefulSourcePartition,
+)
 from flowspark.connectors.memory import TestingInput
 
 __all__ = ["TestingSource", "TestingSink"]
@@ -53,10 +59,13 @@ class _IterPartition(StatefulSourcePartition[Any, int]):
         self._it = itertools.islice(items, self._index, None)
         self._awake: datetime | None = None
         self._ended = False
+        self._abort_at: int | None = None  # an ABORT ended the last batch: raise next
 
     def next_batch(self) -> list[Any]:
         if self._ended:
             raise StopIteration()
+        if self._abort_at is not None:
+            raise _AbortAt(self._abort_at)
         self._awake = None
         batch: list[Any] = []
         for item in self._it:
@@ -69,7 +78,14 @@ class _IterPartition(StatefulSourcePartition[Any, int]):
                 self._awake = datetime.now(UTC) + item.for_duration
                 break
             if isinstance(item, TestingSource.ABORT):
-                raise _abort_refused()
+                if item._triggered:  # a run before this one stopped here: go past it
+                    self._index += 1
+                    continue
+                item._triggered = True  # (this process's copy; the driver's: aborted())
+                if not batch:
+                    raise _AbortAt(self._index)
+                self._abort_at = self._index + len(batch)  # the items before it first
+                break
             batch.append(item)
             if len(batch) >= self._batch_size:
                 break
@@ -85,12 +101,15 @@ class _IterPartition(StatefulSourcePartition[Any, int]):
         return self._index
 
 
-def _abort_refused() -> NotImplementedError:
-    return NotImplementedError(
-        "TestingSource.ABORT is not supported by flowspark: a run cannot stop itself "
-        "part-way and have the next run skip the abort; to test a resume, run with a "
-        "recovery directory and kill the run (or end this run with TestingSource.EOF())"
-    )
+class _AbortAt(AbortExecution):
+    """The ``AbortExecution`` of the ``ABORT`` at ``index`` of a TestingSource's items."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(f"TestingSource.ABORT (item {index})")
+        self.index = index
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_AbortAt, (self.index,))
 
 
 class TestingSource(FixedPartitionedSource[Any, int]):
@@ -105,7 +124,7 @@ class TestingSource(FixedPartitionedSource[Any, int]):
 
     @dataclass
     class ABORT:
-        """bytewax aborts the run here; refused by flowspark (see the module doc)."""
+        """Stop the run here, once (see the module doc)."""
 
         _triggered: bool = False
 
@@ -124,6 +143,15 @@ class TestingSource(FixedPartitionedSource[Any, int]):
     def list_parts(self) -> list[str]:
         return ["iterable"]
 
+    def aborted(self, error: BaseException) -> None:
+        """A run stopped at an ``ABORT`` of this source: mark it triggered, so the next
+        run goes past it, as bytewax's does."""
+        index = getattr(error, "index", None)
+        if isinstance(index, int) and 0 <= index < len(self._items):
+            item = self._items[index]
+            if isinstance(item, TestingSource.ABORT):
+                item._triggered = True
+
     def build_part(
         self, step_id: str, for_part: str, resume_state: int | None
     ) -> StatefulSourcePartition[Any, int]:
@@ -133,10 +161,7 @@ class TestingSource(FixedPartitionedSource[Any, int]):
         if isinstance(self._items, range):
             return TestingInput(self._items, self._batch_size)
         sentinels = (TestingSource.EOF, TestingSource.PAUSE, TestingSource.ABORT)
-        found = {type(item) for item in self._items if isinstance(item, sentinels)}
-        if TestingSource.ABORT in found:
-            raise _abort_refused()
-        if not found:
+        if not any(isinstance(item, sentinels) for item in self._items):
             return TestingInput(self._items, self._batch_size)
         return super().as_flowspark_input(step_id)
 

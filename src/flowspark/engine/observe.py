@@ -92,14 +92,16 @@ class RunListener(Protocol):
 @dataclass
 class RunReport:
     """What a finished run observed: micro-batches written, late items per window
-    step, items read per input and written per output, and whether it ran as a
-    streaming query (else as one batch job)."""
+    step, items read per input and written per output, whether it ran as a
+    streaming query (else as one batch job), and which input aborted it."""
 
     batches: int = 0
     late_counts: dict[str, int] = field(default_factory=dict)
     streamed: bool = True
     items_read: dict[str, int] = field(default_factory=dict)
     items_written: dict[str, int] = field(default_factory=dict)
+    # The input step that stopped the run with ``AbortExecution`` (None: none did).
+    aborted: str | None = None
 
 
 def _add(total: dict[str, int], more: dict[str, int]) -> None:

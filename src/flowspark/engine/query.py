@@ -16,6 +16,7 @@ import base64
 import contextlib
 import dataclasses
 import json
+import logging
 import os
 import pickle
 import shutil
@@ -34,6 +35,7 @@ import cloudpickle
 
 from flowspark.api.dataflow import Dataflow
 from flowspark.api.inputs import SeekableInput
+from flowspark.api.sources import AbortExecution
 from flowspark.connectors.memory import TestingInput, TestingOutput
 from flowspark.engine.compat import is_connect
 from flowspark.engine.errors import FlowRunError, clean_spark_error, warn_late_items
@@ -63,6 +65,8 @@ from flowspark.runtime.numaflow.handler_host import host_stats, start_hosts, sto
 from flowspark.runtime.storage import Location, StorageError
 
 __all__ = ["RunConfig", "RunReport", "LateItemsWarning", "run_flow"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -449,6 +453,9 @@ def _execute(
             raise
         except Exception as exc:
             error = dispatcher.error or clean_spark_error(exc)
+            if isinstance(error, AbortExecution):  # an input stopped the run: it ends
+                _aborted(compiled, error, builder.report)
+                return builder.report
             if isinstance(error, FlowRunError):  # not the user's: a damaged directory?
                 error = name_damage(f"{exc}\n{error}", checkpoint) or error
             error.__suppress_context__ = True  # keep __cause__ (the user's error), drop Spark's
@@ -461,6 +468,19 @@ def _execute(
         if dispatcher.error is not None:
             raise dispatcher.error
         return builder.report
+
+
+def _aborted(compiled: CompiledFlow, error: BaseException, report: RunReport) -> None:
+    """An input raised ``AbortExecution``: the run ends here, as bytewax's does. Its
+    input hears of it (``aborted(error)``: a ``TestingSource`` goes past that
+    ``ABORT`` the next time)."""
+    step_id = getattr(error, "step_id", None)
+    report.aborted = step_id
+    log.info("input %r aborted the run (%s); it stops here", step_id, error)
+    for inp in compiled.inputs:
+        hook = getattr(inp.input, "aborted", None)
+        if inp.step_id == step_id and hook is not None:
+            hook(error)
 
 
 _KEYED_PATH_WARM = False

@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from flowspark.api.inputs import DynamicInput, PartitionedInput, Split
+from flowspark.api.sources import AbortExecution
 from flowspark.runtime import pickling
 from flowspark.runtime.codec import decode_items, encode_items
 from flowspark.runtime.input_offsets import (
@@ -256,6 +257,13 @@ class DriverReadOffsets:
             except StopIteration:
                 self._end_part(part)
                 break
+            except Exception as exc:
+                if not isinstance(exc.__cause__, AbortExecution):
+                    raise
+                # The part stops the run: what was read before is handed out (and
+                # committed) first, then latest() raises it and the query ends.
+                self.failure = exc
+                break
             at_ms = int(wall_time() * 1000)  # when the item was read: its system time
             awake = self._call(f"part {part!r}: next_awake()", source.next_awake)
             self.wake[part] = wake_time(awake, bool(items))
@@ -301,6 +309,10 @@ class DriverReadOffsets:
                 for part in self._live():
                     got = self._pull(part, budget_items, deadline)
                     budget_items = max(1, budget_items - got)
+                    if self.failure is not None:  # an abort: read no further
+                        break
+                if self.failure is not None and not self._pending(begun):
+                    raise self.failure
             if self.marks is not None:
                 for part in self._live():
                     if self.marks.idle_step(part):
