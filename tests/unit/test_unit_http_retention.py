@@ -52,6 +52,15 @@ def read_from(directory: Path, state: int | None) -> tuple[list[str], int]:
     return ids, offset
 
 
+def post_deliver_and_drop(server: HttpServer, directory: Path, ids: list[str]) -> int:
+    """Post ``ids``, read and commit them as a flow would, and wait until the server
+    dropped them; the offset after them."""
+    assert [post(server, event_id) for event_id in ids] == [200] * len(ids)
+    _, offset = read_from(directory, None)
+    wait_for(lambda: J.read_start(directory / "in.journal") == offset)
+    return offset
+
+
 def allocated(path: Path) -> int:
     return os.stat(path).st_blocks * 512
 
@@ -145,10 +154,7 @@ def test_a_committed_event_within_the_window_is_still_a_duplicate(make_server, t
 
 def test_a_restarted_server_keeps_the_start_and_indexes_what_is_kept(make_server, tmp_path):
     server = make_server(0.2)
-    for i in range(40):
-        assert post(server, f"a{i}") == 200
-    _, offset = read_from(tmp_path, None)
-    wait_for(lambda: J.read_start(tmp_path / "in.journal") == offset)
+    offset = post_deliver_and_drop(server, tmp_path, [f"a{i}" for i in range(40)])
     for i in range(5):
         assert post(server, f"b{i}") == 200
     server.stop()
@@ -161,10 +167,7 @@ def test_a_restarted_server_keeps_the_start_and_indexes_what_is_kept(make_server
 
 def test_a_checkpoint_older_than_the_journal_is_refused_in_one_line(make_server, tmp_path):
     server = make_server(0.2)
-    for i in range(10):
-        assert post(server, f"a{i}") == 200
-    _, offset = read_from(tmp_path, None)
-    wait_for(lambda: J.read_start(tmp_path / "in.journal") == offset)
+    offset = post_deliver_and_drop(server, tmp_path, [f"a{i}" for i in range(10)])
     part = HttpInput(tmp_path, "in").build_part("in", None)  # a fresh checkpoint
     with pytest.raises(RuntimeError, match=r"checkpoint is older than the journal") as caught:
         part.next_batch()
@@ -174,10 +177,7 @@ def test_a_checkpoint_older_than_the_journal_is_refused_in_one_line(make_server,
 
 def test_the_recovery_check_reads_a_dropped_journal_from_its_start(make_server, tmp_path):
     server = make_server(0.2)
-    for i in range(30):
-        assert post(server, f"a{i}") == 200
-    _, offset = read_from(tmp_path, None)
-    wait_for(lambda: J.read_start(tmp_path / "in.journal") == offset)
+    post_deliver_and_drop(server, tmp_path, [f"a{i}" for i in range(30)])
     assert post(server, "late") == 200
     journal = tmp_path / "in.journal"
     synced = journal_synced((tmp_path / "in.journal.synced").read_bytes())
