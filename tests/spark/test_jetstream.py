@@ -165,16 +165,17 @@ def test_start_at_a_time_and_message_fields(nats):
     assert abs(out[0].timestamp - cut) < timedelta(seconds=5)
 
 
-def test_a_million_messages_read_by_two_tasks_in_parallel(nats):
+def test_200k_messages_read_by_two_tasks_in_parallel(nats):
+    # (A million, and their rate, are bench/run.py jetstream's.)
     stream_in, stream_out = _fresh_streams(nats.url)
     prefix = stream_in.lower()
-    n = 1_000_000
+    n = 200_000
     payload = b"x" * 90
     publish(nats.url, ((f"{prefix}.{i % 7}", payload, None) for i in range(n)))
     inp = JetStreamInput(nats.url, stream_in, max_messages=n)
     assert [(s.lo, s.hi) for s in inp.splits(stream_in, 0, n + 1, 2)] == [
-        (1, 500_001),
-        (500_001, n + 1),
+        (1, 100_001),
+        (100_001, n + 1),
     ]
     flow = Dataflow()
     flow.input("in", inp)
