@@ -7,7 +7,8 @@ Pipeline (see :mod:`flowspark.pipeline`), run with the same flags plus
 ``--udf VERTEX=udf.py``, ``--secret NAME/KEY=VALUE`` and the HTTP source's
 ``--http-host``/``--http-port``/``--http-cert``/``--http-key``.
 
-Exit status: 0 when the run ended; 1 when a step or a source failed, or Spark
+Exit status: 0 when the run ended (or a source stopped it with ``AbortExecution``,
+as bytewax's: one line on stderr says so); 1 when a step or a source failed, or Spark
 stopped the query; 2 for a bad flow, spec or argument (found before Spark
 starts: one line on stderr naming the file and line); 32 (``EPIPE``, as
 ``python -m json.tool``) when standard output was closed (``| head``), quietly;
@@ -648,12 +649,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.ui:
             _show_ui(args)
-        run_flow(flow, _run_config(args))
+        report = run_flow(flow, _run_config(args))
     except KeyboardInterrupt:
         print("flowspark: stopped (Ctrl-C)", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as exc:
         return _report_run_error(exc, args.verbose)
+    if report.aborted is not None:  # as bytewax's: a clean stop, exit 0
+        print(
+            f"flowspark: input {report.aborted!r} aborted the run (AbortExecution); "
+            "a rerun on the same recovery directory resumes after its last committed batch",
+            file=sys.stderr,
+        )
     try:
         sys.stdout.flush()  # a closed pipe fails here, quietly, not at exit
     except BrokenPipeError:

@@ -22,7 +22,7 @@ import os
 from datetime import datetime, timedelta, timezone
 
 from flowspark.connectors.stdio import StdOutput
-from flowspark.inputs import DynamicInput, StatelessSource
+from flowspark.inputs import AbortExecution, DynamicInput, StatelessSource
 from flowspark.dataflow import Dataflow
 from flowspark.testing import TestingInput
 
@@ -48,6 +48,8 @@ class _Ticks(StatelessSource):
             raise ConnectionError("the feed went away")
         if self.i == 3 and self.fail == "exit":
             os._exit(3)  # the source's process dies
+        if self.i == 3 and self.fail == "abort":
+            raise AbortExecution()  # bytewax's way to stop a run here
         return [self.i]
 
     def next_awake(self):
@@ -164,6 +166,15 @@ def test_a_failing_source_ends_the_run_with_one_clear_error(
     assert "\tat org.apache" not in err  # no JVM stack
     if fail == "raise":  # what was read before the failure is still delivered
         assert out.splitlines() == ["item 1", "item 2"]
+
+
+@pytest.mark.slow
+def test_a_source_that_aborts_ends_the_run_with_exit_0_and_says_so(tmp_path: Path):
+    with _running_cli(tmp_path, "endless:ticks('abort')", "-r", str(tmp_path / "r")) as proc:
+        out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-3000:]
+    assert out.splitlines() == ["item 1", "item 2"]  # what it read before, delivered
+    assert "flowspark: input 'ticks' aborted the run (AbortExecution)" in err
 
 
 @pytest.mark.slow
