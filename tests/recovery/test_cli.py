@@ -260,3 +260,35 @@ def test_a_failing_step_names_the_users_file_and_line(tmp_path: Path, stateful: 
     assert "<dynamic-code>" not in err
     assert "/flowspark/runtime/" not in err and "/flowspark/engine/" not in err  # none of ours
     assert err.rstrip().splitlines()[-1].startswith("flowspark: step ")
+
+
+STOP_THEN_START_AGAIN = """
+import threading
+from flowspark.engine.session import get_session, stop_session
+
+first = get_session("local[1]")
+servers = [first.sparkContext._accumulatorServer]
+stop_session()
+second = get_session("local[1]")
+servers.append(second.sparkContext._accumulatorServer)
+assert second.range(5).count() == 5
+stop_session()
+for thread in threading.enumerate():
+    if thread.name == "accumulator-server-stop":
+        thread.join(timeout=10)
+        assert not thread.is_alive(), "an accumulator server did not stop"
+assert [server.socket.fileno() for server in servers] == [-1, -1], "a server is still open"
+print("ok")
+"""
+
+
+def test_a_stopped_session_closes_its_accumulator_server_and_a_new_one_starts():
+    """``stop_session`` does not wait for PySpark's accumulator server (its handler
+    polls once a second), but the server still stops and closes its socket, and a
+    new session starts and runs in the same process."""
+    done = subprocess.run(
+        [sys.executable, "-c", STOP_THEN_START_AGAIN],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "ok"

@@ -15,12 +15,14 @@ RuntimeError: flowspark needs PySpark 4.x (written against 4.3); found 3.5.1
 
 from __future__ import annotations
 
+import threading
 import warnings
 from typing import Any
 
 __all__ = [
     "PYSPARK_SERIES",
     "check_pyspark",
+    "detach_accumulator_server",
     "executor_count",
     "is_connect",
     "local_files_without_checksums",
@@ -85,6 +87,24 @@ def local_files_without_checksums(spark_session: Any) -> None:
     context = spark_session.sparkContext
     hadoop_conf = context._jsc.hadoopConfiguration()
     context._jvm.org.apache.hadoop.fs.FileSystem.getLocal(hadoop_conf).setWriteChecksum(False)
+
+
+def detach_accumulator_server(spark_session: Any) -> None:
+    """Let the session's accumulator server stop on its own, so that stopping the
+    session does not wait for it.
+
+    PySpark's ``SparkContext.stop`` waits for that server's loop, which sits in a
+    handler polling its JVM connection once a second: 0.9 s of every session stop
+    (and so of every ``python -m flowspark.run``'s exit), measured here. flowspark
+    uses no accumulators. The server is told to stop here, and a daemon thread
+    waits for it and closes its socket; ``stop`` then finds no server to wait for.
+    """
+    context = spark_session.sparkContext
+    server = getattr(context, "_accumulatorServer", None)
+    if server is None:
+        return
+    context._accumulatorServer = None
+    threading.Thread(target=server.shutdown, name="accumulator-server-stop", daemon=True).start()
 
 
 def is_connect(spark_session: Any) -> bool:

@@ -72,6 +72,7 @@ from typing import Any
 from flowspark.engine import class_archive
 from flowspark.engine.compat import (
     check_pyspark,
+    detach_accumulator_server,
     executor_count,
     is_connect,
     local_files_without_checksums,
@@ -429,6 +430,8 @@ def stop_session(wait_for_jvm: bool = False) -> None:
         if _SESSION is not None:
             jvm = getattr(_SESSION.sparkContext._gateway, "proc", None) if wait_for_jvm else None
             try:
+                if not is_connect(_SESSION):
+                    detach_accumulator_server(_SESSION)
                 _SESSION.stop()
             finally:
                 _SESSION = None
