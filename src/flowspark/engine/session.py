@@ -66,6 +66,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from typing import Any
 
@@ -353,19 +354,27 @@ def get_session(
         session.sparkContext.setLogLevel("WARN" if verbose else "OFF")
         from flowspark.engine.source import FlowsparkSource  # noqa: PLC0415 pyspark: when Spark starts
 
-        session.dataSource.register(FlowsparkSource)
-        _write_no_checksums(session)
-        if cores is None:
-            wait_s = float(os.environ.get("FLOWSPARK_EXECUTOR_WAIT", "60"))
-            try:
-                cores = _cluster_parallelism(session, master, wait_s)
-            except BaseException:
-                session.stop()
-                raise
-            session.conf.set("spark.sql.shuffle.partitions", str(cores))
+        with ThreadPoolExecutor(1, thread_name_prefix="flowspark-warm-up") as beside:
+            # A local session's warm-up job starts while the data source registers
+            # (Spark then starts its lookup_data_sources process): 0.3 s of a start.
+            warming = None
+            if cores is not None and master.startswith("local"):
+                warming = beside.submit(_warm_up, session, cores)
+            session.dataSource.register(FlowsparkSource)
+            _write_no_checksums(session)
+            if cores is None:
+                wait_s = float(os.environ.get("FLOWSPARK_EXECUTOR_WAIT", "60"))
+                try:
+                    cores = _cluster_parallelism(session, master, wait_s)
+                except BaseException:
+                    session.stop()
+                    raise
+                session.conf.set("spark.sql.shuffle.partitions", str(cores))
+            if warming is not None:
+                warming.result()
+            elif master.startswith("local"):
+                _warm_up(session, cores)
         _PARALLELISM = cores
-        if master.startswith("local"):
-            _warm_up(session, _PARALLELISM)
         _SESSION = session
         atexit.register(stop_session)
         return session
