@@ -16,9 +16,10 @@ checkpointing, a new recovery directory each run). The reference is bytewax
 0.21.1 running the same flow (``bench/.venv-bytewax``, made by ``bench/run.py``),
 to its first output line and its exit.
 
-Then one more flowspark run in this process, split into phases: Python imports,
-the JVM and ``SparkSession``, the session's warm-up job, the run (query start and
-its micro-batches), and stopping the session.
+Then one more streamed flowspark run, in a process of its own, split into phases:
+Python imports, the JVM and ``SparkSession``, the session made ready (the data
+source's registration and the warm-up job, side by side: each also timed as a
+``*_span_s``), the run (query start and its micro-batches), and stopping the session.
 
 Prints a line per run, a summary per mode (min / median / max) and the breakdown;
 appends them as JSON lines to ``--out``.
@@ -37,10 +38,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-BENCH_DIR = Path(__file__).resolve().parent
+from run import BENCH_DIR, BYTEWAX_VENV  # bench/ is this script's folder, first on the path
+
 ROOT = BENCH_DIR.parent
 QUICKSTART = ROOT / "examples" / "quickstart.py"
-BYTEWAX_PY = BENCH_DIR / ".venv-bytewax" / "bin" / "python"
+BYTEWAX_PY = BYTEWAX_VENV / "bin" / "python"
 PAUSE_S = 3.0
 """Between runs: the last run's JVM ends its shutdown after the Python process exits,
 and each run is measured on a quiet machine, as a user's first start is."""
