@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.server_process import interrupt
+from tests.warm_cli import WarmRun
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,10 +31,17 @@ def run_until(
     enough: Callable[[list[str]], bool],
     env: Mapping[str, str] | None = None,
     timeout: float = 240,
+    warm: bool = True,
 ) -> RunOutput:
     """Run ``python -m flowspark.run *args`` from the repository root until
     ``enough(stdout lines)``, then stop it as Ctrl-C does. A run that exits first, or
-    is not done in ``timeout`` seconds, fails the test with what it printed."""
+    is not done in ``timeout`` seconds, fails the test with what it printed.
+
+    ``warm``: on the warm child (:mod:`tests.warm_cli`), whose Spark session is up;
+    otherwise as a process of its own: a run whose UDFs print in Spark's Python
+    workers, or that gives them an environment of their own, needs one."""
+    if warm:
+        return _warm_run_until(args, enough, env or {}, timeout)
     proc = subprocess.Popen(
         [sys.executable, "-m", "flowspark.run", *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
@@ -56,3 +64,18 @@ def run_until(
     reader.join(timeout=10)
     stderr = proc.stderr.read() if proc.stderr else ""
     return RunOutput(lines, stderr, proc.returncode)
+
+
+def _warm_run_until(
+    args: list[str], enough: Callable[[list[str]], bool], env: Mapping[str, str], timeout: float
+) -> RunOutput:
+    run = WarmRun(args, env=env, cwd=ROOT)
+    deadline = time.monotonic() + timeout
+    try:
+        while not enough(run.lines()):
+            assert run.poll() is None, run.stderr()[-3000:]
+            assert time.monotonic() < deadline, f"not enough output: {run.lines()[-5:]}"
+            time.sleep(0.2)
+    finally:
+        run.interrupt()
+    return RunOutput(run.lines(), run.stderr(), run.returncode)

@@ -12,6 +12,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from tests.warm_cli import warm_run
+
 # Flow-file code: ``PacedInput()`` reads the parts of a module-level
 # ``PARTS = {name: (items, seconds between items)}``; part ``p`` yields ``(p, 1)``,
 # ``(p, 2)``, … each when its time has come and resumes from its count.
@@ -66,6 +68,19 @@ def start_cli(flow_file: Path, recovery: Path, *args: str) -> subprocess.Popen:
     )
 
 
+def run_to_end(flow_file: Path, recovery: Path, *args: str) -> None:
+    """Run the flow on ``recovery`` to its end and assert it exited 0: on the
+    warm child (:mod:`tests.warm_cli`), or, through Spark Connect
+    (``--remote``), as a process of its own."""
+    if "--remote" in args:
+        proc = start_cli(flow_file, recovery, *args)
+        _, err = proc.communicate(timeout=300)
+        code, text = proc.returncode, err.decode()
+    else:
+        code, text = warm_run(flow_file, recovery, *args)
+    assert code == 0, text[-3000:]
+
+
 def output_lines(path: Path) -> list[str]:
     """The lines a file output holds now (none before it exists)."""
     return path.read_text().splitlines() if path.exists() else []
@@ -76,8 +91,8 @@ def kill_mid_run_then_restart(
 ) -> list[str]:
     """Run the flow, SIGKILL its whole process group once ``out`` holds
     ``kill_after_lines`` lines (asserting it had not finished: fewer than ``total``),
-    run it again to its end (exit 0) and return what ``out`` holds then, after
-    asserting that no line was written twice."""
+    run it again to its end (exit 0, :func:`run_to_end`) and return what ``out``
+    holds then, after asserting that no line was written twice."""
     proc = start_cli(flow_file, recovery, *args)
     deadline = time.monotonic() + 240
     while len(output_lines(out)) < kill_after_lines and proc.poll() is None:
@@ -89,9 +104,7 @@ def kill_mid_run_then_restart(
     assert killed_mid_run, f"the first run ended by itself:\n{first_err.decode()[-3000:]}"
     assert len(output_lines(out)) < total, "kill landed after the end"
 
-    proc = start_cli(flow_file, recovery, *args)
-    _, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, err.decode()[-3000:]
+    run_to_end(flow_file, recovery, *args)
     lines = output_lines(out)
     duplicates = [line for line, n in Counter(lines).items() if n > 1]
     assert not duplicates, f"{len(duplicates)} lines written twice, e.g. {duplicates[:3]}"

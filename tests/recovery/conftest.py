@@ -3,12 +3,12 @@ locally (embedded Spark, from the checkout), computed once per test session."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from tests.warm_cli import WarmRun
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,12 +24,9 @@ def local_output() -> Callable[..., str]:
     def run(flow: str, *args: str) -> str:
         key = (flow, *args)
         if key not in done:
-            local = subprocess.run(
-                [sys.executable, "-m", "flowspark.run", flow, *args],
-                cwd=ROOT, capture_output=True, text=True, timeout=300,
-            )  # fmt: skip
-            assert local.returncode == 0, local.stderr[-3000:]
-            done[key] = local.stdout
+            local = WarmRun([flow, *args], cwd=ROOT)  # on the warm child (tests.warm_cli)
+            assert local.wait() == 0, local.stderr()[-3000:]
+            done[key] = local.stdout_path.read_text()
         return done[key]
 
     return run

@@ -30,7 +30,7 @@ import pytest
 
 from flowspark.connectors.numaflow.http import journal as J
 from tests.http_clients import free_port, post, wait_healthy
-from tests.server_process import interrupt
+from tests.warm_cli import WarmRun
 
 ROOT = Path(__file__).parents[2]
 PIPELINE = ROOT / "tests" / "data" / "numaflow" / "2-http-pipeline.yaml"
@@ -193,24 +193,27 @@ def _kill_under_load_then_restart(
     assert first.acked, "no event was acknowledged before the kill"
     written_before_restart = len(_ids(out))
 
-    proc = _start(flow_file, recovery, port, stderr, env)
+    # The restart on the warm child (tests.warm_cli), as _start would run it.
+    restart = WarmRun(
+        [str(flow_file), "-r", str(recovery)], env={"FLOWSPARK_HTTP_PORT": str(port), **env}
+    )
     try:
-        wait_healthy(port, proc)
+        wait_healthy(port, restart)  # type: ignore[arg-type]
         second = Clients(port, "run2", n=2, limit=limit)
         time.sleep(1.0)
         second.stop()
         acked = first.acked + second.acked
         deadline = time.monotonic() + 180
         while not set(acked) <= set(_ids(out)):
-            assert proc.poll() is None, stderr.read_text()[-3000:]
+            assert restart.poll() is None, restart.stderr()[-3000:]
             assert time.monotonic() < deadline, (
                 f"{len(set(acked) - set(_ids(out)))} of {len(acked)} acknowledged "
-                f"events never reached the sink; stderr: {stderr.read_text()[-3000:]}"
+                f"events never reached the sink; stderr: {restart.stderr()[-3000:]}"
             )
             time.sleep(0.5)
         time.sleep(2.0)  # let any duplicate show up
     finally:
-        interrupt(proc)
+        restart.interrupt()
 
     ids = _ids(out)
     duplicates = [i for i, n in Counter(ids).items() if n > 1]

@@ -1,7 +1,7 @@
-"""SIGKILL a stateful flow mid-run and restart it: the sink holds exactly what an
-uninterrupted run writes (reduce_window, bytewax 0.21's fold_window, stateful_map,
-batch and a Numaflow accumulator, whose handler is rebuilt from its WAL after the
-restart).
+"""SIGKILL a stateful flow at its first line, restart it, SIGKILL it again mid-run
+and restart it: the sink holds exactly what an uninterrupted run writes
+(reduce_window, bytewax 0.21's fold_window, stateful_map, batch and a Numaflow
+accumulator, whose handler is rebuilt from its WAL after each restart).
 
 Each key's values live in one input file, so per-key arrival order — and with it
 every stateful result — is the same in every run.
@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from tests.recovery.cli_runs import run_to_end
 
 FLOW = """
 from datetime import datetime, timedelta, timezone
@@ -119,44 +121,20 @@ def _setup(tmp_path: Path, op: str, name: str) -> tuple[Path, Path, Path]:
     return flow_file, out, tmp_path / f"{name}_recovery"
 
 
-def _finish(proc: subprocess.Popen) -> None:
-    _, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, err.decode()[-3000:]
-
-
 OPS = ["reduce_window", "window_021", "stateful_map", "batch", "accumulate"]
-
-# The CLI's command for each (flow file, recovery directory) given, one after the
-# other in this one process: on one Spark session, started once.
-ONE_AFTER_THE_OTHER = """
-import sys
-
-from flowspark.cli import main
-
-for flow_file, recovery in zip(sys.argv[1::2], sys.argv[2::2]):
-    code = main([f"{flow_file}:flow", "--master", "local[2]", "-r", recovery,
-                 "--bounded", "-s", "0"])
-    if code != 0:
-        sys.exit(f"{flow_file} exited {code}")
-"""
 
 
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
     """What an uninterrupted run of each op's flow writes (sorted): every op's run on
-    one Spark session in one process, rather than a Spark start per op."""
+    the warm child's one Spark session (tests.warm_cli), not a Spark start per op."""
     root = tmp_path_factory.mktemp("uninterrupted")
-    argv, outs = [], {}
+    outs = {}
     for op in OPS:
         op_dir = root / op
         op_dir.mkdir()
         flow_file, outs[op], recovery = _setup(op_dir, op, f"uninterrupted_{op}")
-        argv += [str(flow_file), str(recovery)]
-    done = subprocess.run(
-        [sys.executable, "-c", ONE_AFTER_THE_OTHER, *argv],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
+        run_to_end(flow_file, recovery, "--bounded", "-s", "0")
     return {op: sorted(_lines(out)) for op, out in outs.items()}
 
 
@@ -168,12 +146,14 @@ def test_sigkill_and_restart_matches_an_uninterrupted_run(
     expected = uninterrupted[op]
     assert expected, "the uninterrupted run wrote nothing"
 
+    # Killed at its first line, then again mid-run once restarted (a crash loop's
+    # second crash resumes from a resumed run's checkpoint), then run to its end.
     # The accumulator writes half its lines with the end of the input (the vertex
     # watermark releases what the sorter holds only as the input ends): a third is
     # still mid-run.
     mid = len(expected) // (3 if op == "accumulate" else 2)
-    for point, kill_after in enumerate([1, mid]):
-        flow_file, out, recovery = _setup(tmp_path, op, f"killed{point}")
+    flow_file, out, recovery = _setup(tmp_path, op, "killed")
+    for kill_after in [1, mid]:
         proc = _run(flow_file, recovery)
         deadline = time.monotonic() + 240
         while len(_lines(out)) < kill_after and proc.poll() is None:
@@ -182,6 +162,6 @@ def test_sigkill_and_restart_matches_an_uninterrupted_run(
         assert proc.poll() is None, f"the run ended before the kill point {kill_after}"
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-        assert len(_lines(out)) < len(expected), "the kill landed after the last write"
-        _finish(_run(flow_file, recovery))
-        assert sorted(_lines(out)) == expected, f"kill after {kill_after} lines"
+        assert len(_lines(out)) < len(expected), f"the kill after {kill_after} came too late"
+    run_to_end(flow_file, recovery, "--bounded", "-s", "0")
+    assert sorted(_lines(out)) == expected

@@ -23,6 +23,7 @@ import pytest
 
 from tests.http_clients import free_port, post, wait_healthy
 from tests.numaflow_log import log_records
+from tests.warm_cli import WarmRun
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "numaflow"
@@ -31,31 +32,45 @@ T0 = 1_700_000_000_000  # event times in epoch ms
 
 
 class Run:
-    """A ``python -m flowspark.run`` process whose stdout is collected as it comes."""
+    """``python -m flowspark.run`` on the warm child (:mod:`tests.warm_cli`), or, with
+    ``warm=False`` (its UDFs print in Spark's Python workers), as a process of its own
+    whose stdout is collected as it comes."""
 
-    def __init__(self, args: list[str], tmp_path: Path, token: str | None = None) -> None:
+    def __init__(
+        self, args: list[str], tmp_path: Path, token: str | None = None, warm: bool = True
+    ) -> None:
         self.port = free_port()
-        self.stderr_path = tmp_path / "stderr.txt"
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "flowspark.run", *args, "--http-port", str(self.port)],
-            stdout=subprocess.PIPE,
-            stderr=self.stderr_path.open("w"),
-            text=True,
-            cwd=ROOT,
-        )
-        self.lines: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        argv = [*args, "--http-port", str(self.port)]
+        self._lines: list[str] = []
+        self.proc: WarmRun | subprocess.Popen
+        if warm:
+            self.proc = WarmRun(argv, cwd=ROOT)
+            self.stderr_path = self.proc.stderr_path
+        else:
+            self.stderr_path = tmp_path / "stderr.txt"
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "flowspark.run", *argv],
+                stdout=subprocess.PIPE,
+                stderr=self.stderr_path.open("w"),
+                text=True,
+                cwd=ROOT,
+            )
+            threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
         try:
-            wait_healthy(self.port, self.proc, timeout=120, token=token)
+            wait_healthy(self.port, self.proc, timeout=120, token=token)  # type: ignore[arg-type]
         except BaseException:
             self.stop()
             raise
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
+    @property
+    def lines(self) -> list[str]:
+        """What the run printed so far."""
+        return self.proc.lines() if isinstance(self.proc, WarmRun) else list(self._lines)
+
+    def _read(self, proc: subprocess.Popen) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            self._lines.append(line.rstrip("\n"))
 
     def log_records(self) -> list[dict]:
         """The log sink's records so far (Numaflow's JSON log lines), parsed."""
@@ -76,6 +91,8 @@ class Run:
         )
 
     def stop(self) -> int:
+        if isinstance(self.proc, WarmRun):
+            return self.proc.interrupt()
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
             try:
@@ -83,7 +100,6 @@ class Run:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        self._reader.join(timeout=10)
         return self.proc.returncode
 
 
@@ -273,7 +289,7 @@ def test_numaflows_cycle_examples_send_each_event_round_until_it_leaves(example,
     # builtin cat). retry tags a value "retry" twice, so the edge back (to retry
     # itself, or to cat before it) brings it round twice; the third time it goes on
     # untagged, along the "not retry" edge to the log sink.
-    run = Run([str(DATA / f"{example}.yaml"), "--udf", f"retry={RETRY}"], tmp_path)
+    run = Run([str(DATA / f"{example}.yaml"), "--udf", f"retry={RETRY}"], tmp_path, warm=False)
     runs.append(run)
     values = [f"event-{i}" for i in range(6)]
     for i, value in enumerate(values):

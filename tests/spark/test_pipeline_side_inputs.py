@@ -22,7 +22,9 @@ def _run_until(yaml: Path, enough) -> list[str]:
         "--udf", f"myticker={UDFS / 'simple_sideinput.py'}",
         "--udf", f"si-log={UDFS / 'sideinput_udf.py'}",
     ]  # fmt: skip
-    return run_until([str(yaml), *udfs], enough).lines
+    # A process of its own: the UDF prints in Spark's Python workers, whose output is
+    # the run's (a warm child's workers print elsewhere).
+    return run_until([str(yaml), *udfs], enough, warm=False).lines
 
 
 def _payloads(lines: list[str]) -> list[str]:

@@ -29,7 +29,9 @@ def test_numaflows_sqs_mono_vertex_logs_each_message_once_and_deletes_it(moto_se
         # Every message logged, and every one deleted (its micro-batch committed).
         return len(log_records(lines)) >= N and queue_counts(sqs, url) == (0, 0)
 
-    run = run_until([str(EXAMPLE)], all_logged_and_deleted, env=env)
+    # A process of its own: Spark's Python workers read the credentials from the
+    # environment they start with.
+    run = run_until([str(EXAMPLE)], all_logged_and_deleted, env=env, warm=False)
     seen = {}
     for record in log_records(run.lines):
         # Numaflow's SQS source: key = message id, event time = SentTimestamp, the
