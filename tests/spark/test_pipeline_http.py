@@ -42,6 +42,7 @@ class Run:
         self.port = free_port()
         argv = [*args, "--http-port", str(self.port)]
         self._lines: list[str] = []
+        self._reader: threading.Thread | None = None
         self.proc: WarmRun | subprocess.Popen
         if warm:
             self.proc = WarmRun(argv, cwd=ROOT)
@@ -55,7 +56,8 @@ class Run:
                 text=True,
                 cwd=ROOT,
             )
-            threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
+            self._reader = threading.Thread(target=self._read, args=(self.proc,), daemon=True)
+            self._reader.start()
         try:
             wait_healthy(self.port, self.proc, timeout=120, token=token)  # type: ignore[arg-type]
         except BaseException:
@@ -100,6 +102,8 @@ class Run:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if self._reader is not None:
+            self._reader.join(timeout=10)  # the lines printed before the exit
         return self.proc.returncode
 
 
