@@ -13,7 +13,7 @@ import pytest
 
 from tests.recovery.cli_runs import PACED_INPUT, kill_mid_run_then_restart
 
-PARTS = {"a": (300, 0.03), "b": (60, 0.25), "c": (0, 0.001)}
+PARTS = {"a": (300, 0.03), "b": (40, 0.25), "c": (0, 0.001)}
 
 FLOW = """
 from flowspark.connectors.files import FileOutput
@@ -32,7 +32,7 @@ flow.output("out", FileOutput({out!r}))
 
 def _expected(keyed: bool) -> list[str]:
     lines = []
-    for part, n in (("a", 300), ("b", 60)):
+    for part, n in (("a", 300), ("b", 40)):
         total = 0
         for i in range(1, n + 1):
             total += i

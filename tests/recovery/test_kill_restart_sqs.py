@@ -27,7 +27,7 @@ import pytest
 from tests.recovery.cli_runs import output_lines
 from tests.s3_server import S3Server, aws_env, queue_counts, sqs_client
 
-TOTAL = 1000
+TOTAL = 500
 VISIBILITY_S = 10  # short, so that what the killed run held comes back soon; longer than a batch
 
 FLOW = """
