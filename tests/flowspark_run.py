@@ -53,12 +53,14 @@ def run_until(
         target=lambda: lines.extend(line.rstrip("\n") for line in proc.stdout or []), daemon=True
     )
     reader.start()
-    deadline = time.monotonic() + timeout
+
+    def cold_ended() -> str | None:
+        if proc.poll() is None:
+            return None
+        return proc.stderr.read() if proc.stderr else ""
+
     try:
-        while not enough(list(lines)):
-            assert proc.poll() is None, proc.stderr.read()[-3000:] if proc.stderr else ""
-            assert time.monotonic() < deadline, f"not enough output in {timeout:g} s: {lines[-5:]}"
-            time.sleep(0.2)
+        _wait_for(enough, lambda: list(lines), cold_ended, timeout)
     finally:
         interrupt(proc)
     reader.join(timeout=10)
@@ -70,12 +72,24 @@ def _warm_run_until(
     args: list[str], enough: Callable[[list[str]], bool], env: Mapping[str, str], timeout: float
 ) -> RunOutput:
     run = WarmRun(args, env=env, cwd=ROOT)
-    deadline = time.monotonic() + timeout
     try:
-        while not enough(run.lines()):
-            assert run.poll() is None, run.stderr()[-3000:]
-            assert time.monotonic() < deadline, f"not enough output: {run.lines()[-5:]}"
-            time.sleep(0.2)
+        _wait_for(enough, run.lines, lambda: None if run.poll() is None else run.stderr(), timeout)
     finally:
         run.interrupt()
     return RunOutput(run.lines(), run.stderr(), run.returncode)
+
+
+def _wait_for(
+    enough: Callable[[list[str]], bool],
+    lines: Callable[[], list[str]],
+    ended: Callable[[], str | None],
+    timeout: float,
+) -> None:
+    """Until ``enough(lines())``; fails if the run ends first (``ended()``: its stderr,
+    ``None`` while it runs) or ``timeout`` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while not enough(lines()):
+        said = ended()
+        assert said is None, said[-3000:]
+        assert time.monotonic() < deadline, f"not enough output in {timeout:g} s: {lines()[-5:]}"
+        time.sleep(0.2)

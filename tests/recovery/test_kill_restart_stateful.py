@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.recovery.cli_runs import run_to_end
+from tests.recovery.cli_runs import output_lines, run_to_end, start_cli
 
 FLOW = """
 from datetime import datetime, timedelta, timezone
@@ -97,20 +95,6 @@ def _write_input(data: Path) -> None:
         (data / f"{k}.txt").write_text("\n".join(lines) + "\n")
 
 
-def _run(flow_file: Path, recovery: Path) -> subprocess.Popen:
-    cmd = [
-        sys.executable, "-m", "flowspark.run", f"{flow_file}:flow",
-        "--master", "local[2]", "-r", str(recovery), "--bounded", "-s", "0",
-    ]  # fmt: skip
-    return subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
-    )
-
-
-def _lines(path: Path) -> list[str]:
-    return path.read_text().splitlines() if path.exists() else []
-
-
 def _setup(tmp_path: Path, op: str, name: str) -> tuple[Path, Path, Path]:
     data = tmp_path / "data"
     if not data.exists():
@@ -135,7 +119,7 @@ def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[st
         op_dir.mkdir()
         flow_file, outs[op], recovery = _setup(op_dir, op, f"uninterrupted_{op}")
         run_to_end(flow_file, recovery, "--bounded", "-s", "0")
-    return {op: sorted(_lines(out)) for op, out in outs.items()}
+    return {op: sorted(output_lines(out)) for op, out in outs.items()}
 
 
 @pytest.mark.slow
@@ -154,14 +138,14 @@ def test_sigkill_and_restart_matches_an_uninterrupted_run(
     mid = len(expected) // (3 if op == "accumulate" else 2)
     flow_file, out, recovery = _setup(tmp_path, op, "killed")
     for kill_after in [1, mid]:
-        proc = _run(flow_file, recovery)
+        proc = start_cli(flow_file, recovery, "--bounded", "-s", "0")
         deadline = time.monotonic() + 240
-        while len(_lines(out)) < kill_after and proc.poll() is None:
+        while len(output_lines(out)) < kill_after and proc.poll() is None:
             assert time.monotonic() < deadline, "the flow made no progress"
             time.sleep(0.01)
         assert proc.poll() is None, f"the run ended before the kill point {kill_after}"
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-        assert len(_lines(out)) < len(expected), f"the kill after {kill_after} came too late"
+        assert len(output_lines(out)) < len(expected), f"the kill after {kill_after} came too late"
     run_to_end(flow_file, recovery, "--bounded", "-s", "0")
-    assert sorted(_lines(out)) == expected
+    assert sorted(output_lines(out)) == expected
