@@ -7,11 +7,13 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flowspark.api import windowing as w021
 from flowspark.operators.windowing import FoldWindowBuilder
+from flowspark.runtime.errors import RemoteStepFailure, find_step_error
 from flowspark.runtime.keyed import KeyedCall
 from flowspark.runtime.stateful import WindowLogic
 from flowspark.runtime.window_run import WindowRun
@@ -142,3 +144,46 @@ def test_window_run_one_pass_fold_only_where_it_is_the_same() -> None:
     sessions = w021.SessionWindower(timedelta(seconds=10))
     assert WindowRun("w", clock, sessions, builder, False).fold_fns is None  # merges
     assert WindowRun("w", w021.SystemClock(), tumbling, builder, False).fold_fns is None
+
+
+# -- a failure on the fast paths names the step, the getter and the item -------------
+
+
+def _event_time(v: Any) -> datetime:
+    return {"late": T0, "naive": datetime(2024, 1, 1)}[v]  # KeyError for anything else
+
+
+@pytest.mark.parametrize(
+    ("bad", "cause"), [("broken", KeyError), ("naive", ValueError), ({"t": 1}, TypeError)]
+)
+@pytest.mark.parametrize("runner", ["0.17 fold_window", "0.21 fold_window"])
+def test_fast_path_event_time_failure_names_the_getter_and_the_item(runner, bad, cause):
+    values = ["late", bad, "late"]
+    if runner == "0.17 fold_window":
+        window = TumblingWindow(timedelta(seconds=10), T0)
+        fns = {"builder": list, "folder": lambda acc, v: [*acc, v]}
+        logic: Any = WindowLogic(
+            "w",
+            "fold_window",
+            build_clock(EventClockConfig(_event_time, timedelta(0))),
+            build_windower(window),
+            fns,
+            with_window=True,
+        )
+        assert logic.fast
+    else:
+        builder = FoldWindowBuilder(list, lambda acc, v: [*acc, v], list.__add__)
+        clock = w021.EventClock(lambda v: _event_time(v[0]), timedelta(0))
+        logic = WindowRun(
+            "w", clock, w021.TumblingWindower(timedelta(seconds=10), T0), builder, False
+        )
+        assert logic.fold_fns is not None
+        values = [(v, n) for n, v in enumerate(values)]
+    with pytest.raises(RemoteStepFailure) as info:
+        logic.on_values(KeyedCall("k", None, NOW_MS, values))
+    error = find_step_error(str(info.value))
+    assert error is not None
+    assert error.step_id == "w"
+    assert ("_event_time" if runner.startswith("0.17") else "<lambda>") in error.function
+    assert repr(bad)[:20] in error.item
+    assert isinstance(error.__cause__, cause)

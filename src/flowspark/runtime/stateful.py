@@ -32,7 +32,7 @@ from flowspark.runtime.windowing import (
     WindowBounds,
     Windower,
 )
-from flowspark.shared.times import EPOCH, ONE_MS, aware_to_ms
+from flowspark.shared.times import aware_to_ms
 
 __all__ = [
     "ReduceLogic",
@@ -395,24 +395,18 @@ class WindowLogic(KeyedLogic):
         emitted: list[Any] = []
         max_event, seen_at = clock_state if clock_state is not None else (None, now)
         wait = self.clock.wait
-        getter, grid = self.clock.getter, self.windower.fast_grid
-        assert getter is not None and grid is not None  # self.fast: an event clock, a grid
+        grid = self.windower.fast_grid
+        assert grid is not None  # self.fast: an event clock, a grid
         length, offset, align = grid
         tumbling, assign = offset == length, self.windower.assign
         agg = self.agg
         is_fold = agg.how == "fold"
         fold = agg.fns["folder"] if is_fold else agg.fns["reducer"]
         next_close = min((end for _, end in windows), default=MAX_MS)
-        fn: Any = getter
+        times = self.clock.event_times(self.step_id, key, values)
         v: Any = None
         try:
-            for v in values:
-                fn = getter
-                dt = getter(v)
-                try:
-                    t = (dt - EPOCH) // ONE_MS
-                except TypeError:
-                    t = aware_to_ms(dt)  # raises the clear error for naive or non-datetimes
+            for v, t in zip(values, times, strict=True):
                 if max_event is None or t > max_event + (now - seen_at):
                     max_event, seen_at = t, now
                 wm = max_event - wait + (now - seen_at)
@@ -422,7 +416,6 @@ class WindowLogic(KeyedLogic):
                 else:
                     spans = assign(t)
                 placed = False
-                fn = fold
                 for window in spans:
                     if window[1] < wm:
                         continue
@@ -446,7 +439,7 @@ class WindowLogic(KeyedLogic):
                     emitted.extend(self._close(key, windows, wm))
                     next_close = min((end for _, end in windows), default=MAX_MS)
         except Exception as exc:
-            raise step_failure(self.step_id, fn, (key, v), exc) from None
+            raise step_failure(self.step_id, fold, (key, v), exc) from None
         seq += len(values)
         clock_state = (max_event, seen_at) if max_event is not None else clock_state
         return self._outcome(key, clock_state, windows, seq, emitted, late, now)

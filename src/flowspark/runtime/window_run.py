@@ -39,7 +39,7 @@ from flowspark.runtime.windowing import (
     SlidingWindower,
     WindowBounds,
 )
-from flowspark.shared.times import EPOCH, ONE_MS, aware_to_ms, datetime_from_ms, duration_ms
+from flowspark.shared.times import aware_to_ms, datetime_from_ms, duration_ms
 
 __all__ = ["WindowRun"]
 
@@ -302,24 +302,18 @@ class WindowRun(KeyedLogic):
         else:
             clock_state, opened, accs, queue = state
         clock, grid = self.clock, self.ids.grid
-        getter, wait = clock.getter, clock.wait
-        assert getter is not None  # an event clock (self.fold_fns)
+        wait = clock.wait
         length, offset, align = grid.length, grid.offset, grid.align
         tumbling = offset == length
         max_event, seen_at = clock_state if clock_state is not None else (None, now)
         # System time since the latest event time was seen (0 once a value moves it).
         since = now - seen_at
         late: list[Any] = []
-        fn: Any = getter
+        times = clock.event_times(self.step_id, key, values)  # an event clock (self.fold_fns)
+        fn: Any = make
         v: Any = None
         try:
-            for v in values:
-                fn = getter
-                dt = getter(v)
-                try:
-                    t = (dt - EPOCH) // ONE_MS
-                except TypeError:
-                    t = aware_to_ms(dt)  # raises the clear error for naive or non-datetimes
+            for v, t in zip(values, times, strict=True):
                 if max_event is None or t > max_event + since:
                     max_event, seen_at, since = t, now, 0
                 wids = [(t - align) // length] if tumbling else self.ids.ids(t)

@@ -36,7 +36,8 @@ from flowspark.api.window import (
     TumblingWindow,
     WindowConfig,
 )
-from flowspark.shared.times import aware_to_ms, datetime_from_ms, duration_ms
+from flowspark.runtime.errors import step_failure
+from flowspark.shared.times import aware_to_ms, datetime_from_ms, duration_ms, event_ms
 
 __all__ = [
     "MIN_MS",
@@ -119,6 +120,20 @@ class ClockLogic:
         if state is None or t > state[0] + (now - state[1]):
             return t, (t, now)
         return t, state
+
+    def event_times(self, step_id: str, key: str, values: Sequence[Any]) -> list[int]:
+        """Each value's event time in ms (the event clock's); a failure names the
+        step, the ``dt_getter`` and the item."""
+        getter = self.getter
+        assert getter is not None  # the event clock
+        times: list[int] = []
+        v: Any = None
+        try:
+            for v in values:
+                times.append(event_ms(getter(v)))
+        except Exception as exc:
+            raise step_failure(step_id, getter, (key, v), exc) from None
+        return times
 
     def watermark(self, state: tuple[int, int] | None, now: int) -> int:
         """The key's watermark at system time ``now`` (``EOF_MS``: the end of time)."""

@@ -38,6 +38,7 @@ __all__ = [
     "naive_as_utc_to_ms",
     "datetime_from_ms",
     "duration_ms",
+    "event_ms",
     "seconds_to_ms",
 ]
 
@@ -69,6 +70,18 @@ def aware_to_ms(dt: Any) -> int:
             f"the clock needs timezone-aware datetimes (tzinfo=timezone.utc); got naive {dt!r}"
         )
     return (dt - EPOCH) // ONE_MS
+
+
+def event_ms(dt: Any) -> int:
+    """:func:`aware_to_ms` with the common case first: a hot loop's event time.
+
+    >>> event_ms(datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC))
+    1000
+    """
+    try:
+        return (dt - EPOCH) // ONE_MS
+    except TypeError:
+        return aware_to_ms(dt)  # raises the clear error for naive or non-datetimes
 
 
 def naive_as_utc_to_ms(dt: Any) -> int:
