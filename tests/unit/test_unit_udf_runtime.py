@@ -36,6 +36,7 @@ from flowspark.runtime.numaflow.keyed import (
     KeyClock,
     MemoryWal,
     ReduceStreamLogic,
+    RunOptions,
     key_list,
     live_handlers,
     routing_key,
@@ -522,9 +523,9 @@ class AccDriver:
             self.timer(key, EOF_MS)
 
 
-def sorter_logic(cls: type = FlushingStreamSorter, delay: float = 10, **kw: Any):
+def sorter_logic(cls: type = FlushingStreamSorter, delay: float = 10):
     factory = handler_factory(cls, "accumulate", init_args=(0,))
-    return AccumulateLogic("sort", factory, timedelta(minutes=5), delay * SEC, **kw)
+    return AccumulateLogic("sort", factory, timedelta(minutes=5), delay * SEC)
 
 
 SORTER_BATCHES = [  # (key, event seconds, now ms)
@@ -878,9 +879,13 @@ ACC_FACTORIES = {
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=batch_steps, kind=st.sampled_from(sorted(ACC_FACTORIES)), delay=st.integers(0, 5))
 def test_accumulate_rebuild_equivalence(steps, kind, delay):
-    def logic(**kw: Any) -> AccumulateLogic:
+    def logic(force_rebuild: bool = False) -> AccumulateLogic:
         return AccumulateLogic(
-            "eq", ACC_FACTORIES[kind], timedelta(milliseconds=TIMEOUT_MS), delay * SEC, **kw
+            "eq",
+            ACC_FACTORIES[kind],
+            timedelta(milliseconds=TIMEOUT_MS),
+            delay * SEC,
+            RunOptions(force_rebuild=force_rebuild),
         )
 
     normal, _ = _run_steps(logic(), steps, False)
@@ -915,14 +920,14 @@ def test_a_rebuilt_handler_is_fed_only_what_the_wal_retains():
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=batch_steps, lateness=st.integers(0, 8))
 def test_reduce_stream_rebuild_equivalence(steps, lateness):
-    def logic(**kw: Any) -> ReduceStreamLogic:
+    def logic(force_rebuild: bool = False) -> ReduceStreamLogic:
         return ReduceStreamLogic(
             "req",
             handler_factory(ReduceCounter, "reduce_stream", init_args=(0,)),
             NumaflowSlidingWindower(10_000, 5_000, T0_MS),
             lateness * SEC,
             2 * SEC,
-            **kw,
+            RunOptions(force_rebuild=force_rebuild),
         )
 
     normal, normal_late = _run_steps(logic(), steps, False)

@@ -25,6 +25,7 @@ from flowspark.runtime.numaflow.keyed import (
     REBUILD_ENV,
     AccumulateLogic,
     ReduceStreamLogic,
+    RunOptions,
 )
 from flowspark.runtime.stateful import (
     BatchLogic,
@@ -76,12 +77,14 @@ def _window021(step: Any) -> KeyedLogic:
     )
 
 
-def _force_rebuild() -> bool:
-    return os.environ.get(REBUILD_ENV, "") not in ("", "0")
-
-
-def _use_host() -> bool:
-    return os.environ.get(HOST_ENV, "1") not in ("", "0")
+def _run_options(vertex_clock: bool) -> RunOptions:
+    """A Numaflow keyed step's run options: the vertex clock as the flow says, the
+    handler host and forced rebuilds as the environment says."""
+    return RunOptions(
+        vertex_clock=vertex_clock,
+        use_host=os.environ.get(HOST_ENV, "1") not in ("", "0"),
+        force_rebuild=os.environ.get(REBUILD_ENV, "") not in ("", "0"),
+    )
 
 
 def _accumulate(step: Any, vertex_clock: bool) -> KeyedLogic:
@@ -91,9 +94,7 @@ def _accumulate(step: Any, vertex_clock: bool) -> KeyedLogic:
         args["factory"],
         args["timeout"],
         args["watermark_delay"],
-        _force_rebuild(),
-        vertex_clock=vertex_clock,
-        use_host=_use_host(),
+        _run_options(vertex_clock),
     )
 
 
@@ -107,9 +108,7 @@ def _reduce_stream(step: Any, vertex_clock: bool) -> KeyedLogic:
         windower,
         args["allowed_lateness"],
         args["watermark_delay"],
-        _force_rebuild(),
-        vertex_clock=vertex_clock,
-        use_host=_use_host(),
+        _run_options(vertex_clock),
     )
 
 

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, NamedTuple
 
@@ -224,6 +225,21 @@ class VertexClock(KeyClock):
         return EOF_MS
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """How a keyed UDF step runs its handlers (the same for both kinds).
+
+    ``vertex_clock``: one watermark for all keys (:class:`VertexClock`) instead of
+    one per key; ``use_host``: handlers live in the partition's resident host
+    process; ``force_rebuild``: rebuild every handler from its WAL at every batch
+    (what a lost handler costs, for tests).
+    """
+
+    vertex_clock: bool = False
+    use_host: bool = False
+    force_rebuild: bool = False
+
+
 class _UdfLogic(KeyedLogic):
     """What both keyed UDF kinds share: the clock, the registry and the rebuild."""
 
@@ -236,20 +252,18 @@ class _UdfLogic(KeyedLogic):
         factory: HandlerFactory,
         watermark_delay: timedelta,
         idle: timedelta,
-        force_rebuild: bool = False,
-        vertex_clock: bool = False,
-        use_host: bool = False,
+        options: RunOptions,
     ) -> None:
         self.step_id = step_id
-        self.use_host = use_host
         self.factory = factory
-        self.vertex_clock = vertex_clock
+        self.use_host = options.use_host
+        self.vertex_clock = options.vertex_clock
+        self.force_rebuild = options.force_rebuild
         self.clock: KeyClock = (
             VertexClock(duration_ms(watermark_delay))
-            if vertex_clock
+            if options.vertex_clock
             else KeyClock(duration_ms(watermark_delay), duration_ms(idle))
         )
-        self.force_rebuild = force_rebuild
         self.run_id = uuid.uuid4().hex  # one per run: a new run never finds old handlers
         self.handlers: HandlerRegistry = _LOCAL
 
@@ -339,14 +353,9 @@ class AccumulateLogic(_UdfLogic):
         factory: HandlerFactory,
         timeout: timedelta,
         watermark_delay: timedelta,
-        force_rebuild: bool = False,
-        *,
-        vertex_clock: bool = False,
-        use_host: bool = False,
+        options: RunOptions = RunOptions(),
     ) -> None:
-        super().__init__(
-            step_id, factory, watermark_delay, timeout, force_rebuild, vertex_clock, use_host
-        )
+        super().__init__(step_id, factory, watermark_delay, timeout, options)
         self.timeout_ms = duration_ms(timeout)
         self.windower = GlobalWindower(self.timeout_ms)
 
@@ -501,15 +510,10 @@ class ReduceStreamLogic(_UdfLogic):
         windower: NumaflowWindower,
         allowed_lateness: timedelta,
         watermark_delay: timedelta,
-        force_rebuild: bool = False,
-        *,
-        vertex_clock: bool = False,
-        use_host: bool = False,
+        options: RunOptions = RunOptions(),
     ) -> None:
         idle = timedelta(milliseconds=windower.length) + allowed_lateness
-        super().__init__(
-            step_id, factory, watermark_delay, idle, force_rebuild, vertex_clock, use_host
-        )
+        super().__init__(step_id, factory, watermark_delay, idle, options)
         self.windower = windower
         self.lateness_ms = duration_ms(allowed_lateness)
 
