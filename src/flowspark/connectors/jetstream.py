@@ -410,31 +410,27 @@ class _RangeSplit(Split):
     """Messages with sequences in ``[lo, hi)`` of a stream, read by one executor."""
 
     def __init__(self, inp: JetStreamInput, lo: int, hi: int) -> None:
-        self.servers = inp.servers
-        self.stream = inp.stream
-        self.subjects = inp.subjects
-        self.items = inp.items
-        self.retry_for = inp.retry_for
-        self.connect_timeout = inp.connect_timeout
+        self.source = inp  # where and what to read (plain settings: it pickles small)
         self.lo = lo
         self.hi = hi
 
     def read(self) -> Iterator[list[Any]]:
-        conn = _Connection.to(self.servers, self.connect_timeout, self.retry_for)
+        src = self.source
+        conn = _Connection.to(src.servers, src.connect_timeout, src.retry_for)
         got: list[Any] = []
-        deadline = time.monotonic() + self.retry_for
+        deadline = time.monotonic() + src.retry_for
         progress = [self.lo]  # the next sequence to read
         while progress[0] < self.hi:
             lo = progress[0]
             try:
-                conn.run(self._fetch(conn, progress, got), timeout=self.retry_for)
+                conn.run(self._fetch(conn, progress, got), timeout=src.retry_for)
             except Exception as exc:  # the broker went away mid-read: go on where we were
                 if time.monotonic() > deadline:
                     raise ConnectionError(
-                        f"JetStream stream {self.stream!r} on {', '.join(self.servers)}: "
+                        f"JetStream stream {src.stream!r} on {', '.join(src.servers)}: "
                         f"reading sequences {lo}..{self.hi - 1} failed: {_reason(exc)}"
                     ) from None
-                log.info("reading %s from %d failed (%s); retrying", self.stream, lo, _reason(exc))
+                log.info("reading %s from %d failed (%s); retrying", src.stream, lo, _reason(exc))
                 time.sleep(0.5)
         for i in range(0, len(got), 4096):
             yield got[i : i + 4096]
@@ -444,7 +440,7 @@ class _RangeSplit(Split):
         ``progress[0]`` at the next sequence to read."""
         from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy  # noqa: PLC0415 optional: jetstream extra
 
-        nc, hi, kind = conn.nc, self.hi, self.items
+        nc, hi, kind = conn.nc, self.hi, self.source.items
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
         lo = next_seq = progress[0]
@@ -495,16 +491,18 @@ class _RangeSplit(Split):
             mem_storage=True,
             num_replicas=1,
         )
-        if len(self.subjects) == 1:
-            config.filter_subject = self.subjects[0]
-        elif self.subjects:
-            config.filter_subjects = self.subjects
+        if len(self.source.subjects) == 1:
+            config.filter_subject = self.source.subjects[0]
+        elif self.source.subjects:
+            config.filter_subjects = self.source.subjects
         consumer = None
         try:
-            consumer = await conn.js.add_consumer(self.stream, config)
+            consumer = await conn.js.add_consumer(self.source.stream, config)
             request = json.dumps({"batch": hi - lo, "no_wait": True}).encode()
             await nc.publish(
-                f"$JS.API.CONSUMER.MSG.NEXT.{self.stream}.{consumer.name}", request, reply=inbox
+                f"$JS.API.CONSUMER.MSG.NEXT.{self.source.stream}.{consumer.name}",
+                request,
+                reply=inbox,
             )
             last = next_seq
             while not done.done():  # progress or give up after 10 s without any
@@ -519,7 +517,7 @@ class _RangeSplit(Split):
             if consumer is not None:
                 # Failing that, it expires by itself (inactive_threshold).
                 with contextlib.suppress(Exception):
-                    await conn.js.delete_consumer(self.stream, consumer.name)
+                    await conn.js.delete_consumer(self.source.stream, consumer.name)
         progress[0] = hi  # every message of the range is in ``got``
 
 
