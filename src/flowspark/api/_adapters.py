@@ -43,6 +43,15 @@ class PartitionedAdapter(FamilyAdapter):
         return list(self.family.list_parts())
 
 
+def as_engine_kind(family: Any, engine: type[T], what: str, families: str) -> T:
+    """``family`` when it is also the ``engine``'s kind (a flowspark input or output
+    under a bytewax 0.21 name); else a ``TypeError`` naming the ``families`` that
+    ``what`` (e.g. ``"input 'inp'"``) must subclass."""
+    if isinstance(family, engine):
+        return family
+    raise TypeError(f"{what}: {type(family).__name__} must subclass {families}")
+
+
 def engine_form(
     given: Any, engine: type[T], family: type, convert: Callable[[Any], T], expected: str
 ) -> T:

@@ -18,8 +18,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
+
+from flowspark.api._families import Polled
 
 __all__ = [
     "Input",
@@ -70,23 +72,16 @@ class Input(ABC):  # noqa: B024 - a marker base, as in bytewax
     aborted: Callable[[BaseException], None] | None = None
 
 
-class StatefulSource(ABC):
+class StatefulSource(Polled):
     """One partition of a :class:`PartitionedInput` (bytewax 0.17 interface)."""
 
     @abstractmethod
     def next_batch(self) -> list[Any]:
         """Return the next items (maybe empty); raise ``StopIteration`` at the end."""
 
-    def next_awake(self) -> datetime | None:
-        """When to call ``next_batch`` next; ``None`` means as soon as possible."""
-        return None
-
     @abstractmethod
     def snapshot(self) -> Any:
         """Return a picklable state from which ``build_part`` can resume."""
-
-    def close(self) -> None:  # noqa: B027 - optional hook
-        """Release resources."""
 
     # A flowspark extension, optional: ``limit_to(snapshot)`` bounds the reads of
     # this partition to end exactly at ``snapshot`` (a position it reached before).
@@ -118,19 +113,12 @@ class PartitionedInput(Input):
         """Open one partition, resuming from ``resume_state`` (``None``: from the start)."""
 
 
-class StatelessSource(ABC):
+class StatelessSource(Polled):
     """One worker's reader of a :class:`DynamicInput` (bytewax 0.17 interface)."""
 
     @abstractmethod
     def next_batch(self) -> list[Any]:
         """Return the next items (maybe empty); raise ``StopIteration`` at the end."""
-
-    def next_awake(self) -> datetime | None:
-        """When to call ``next_batch`` next; ``None`` means as soon as possible."""
-        return None
-
-    def close(self) -> None:  # noqa: B027 - optional hook
-        """Release resources."""
 
 
 class DynamicInput(Input):

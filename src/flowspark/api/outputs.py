@@ -14,6 +14,8 @@ import zlib
 from abc import ABC, abstractmethod
 from typing import Any
 
+from flowspark.api._families import Closable
+
 __all__ = [
     "Output",
     "PartitionedOutput",
@@ -27,7 +29,7 @@ class Output(ABC):  # noqa: B024 - a marker base, as in bytewax
     """Base class of all outputs. Subclass one of the families below, not this."""
 
 
-class StatefulSink(ABC):
+class StatefulSink(Closable):
     """One partition of a :class:`PartitionedOutput`."""
 
     @abstractmethod
@@ -37,9 +39,6 @@ class StatefulSink(ABC):
     @abstractmethod
     def snapshot(self) -> Any:
         """Return a picklable state from which ``build_part`` can resume."""
-
-    def close(self) -> None:  # noqa: B027 - optional hook
-        """Flush and release resources."""
 
 
 class PartitionedOutput(Output):
@@ -58,7 +57,7 @@ class PartitionedOutput(Output):
         """Open one part, resuming from ``resume_state`` (``None``: fresh)."""
 
 
-class StatelessSink(ABC):
+class StatelessSink(Closable):
     """A writer built by a :class:`DynamicOutput`.
 
     A flowspark extension, optional: a sink with ``begin_batch(batch_id, run_token)``
@@ -71,9 +70,6 @@ class StatelessSink(ABC):
     @abstractmethod
     def write_batch(self, items: list[Any]) -> None:
         """Write items."""
-
-    def close(self) -> None:  # noqa: B027 - optional hook
-        """Flush and release resources."""
 
 
 class DynamicOutput(Output):

@@ -34,8 +34,10 @@ from flowspark.api._adapters import (
     PartAdapter,
     PartitionedAdapter,
     StatefulPartAdapter,
+    as_engine_kind,
     engine_form,
 )
+from flowspark.api._families import Closable, NamedParts, WorkerParts
 from flowspark.api.outputs import (
     DynamicOutput,
     Output,
@@ -62,15 +64,12 @@ class Sink(ABC, Generic[X]):  # noqa: B024 - a marker base, as in bytewax
 
     def as_flowspark_output(self, step_id: str) -> Output:
         """The output the engine writes for this sink at step ``step_id``."""
-        if isinstance(self, Output):  # a flowspark output under a 0.21 name (StdOutSink)
-            return self
-        raise TypeError(
-            f"output {step_id!r}: {type(self).__name__} must subclass FixedPartitionedSink "
-            "or DynamicSink"
+        return as_engine_kind(  # a flowspark output under a 0.21 name (StdOutSink)
+            self, Output, f"output {step_id!r}", "FixedPartitionedSink or DynamicSink"
         )
 
 
-class StatefulSinkPartition(ABC, Generic[X, S]):
+class StatefulSinkPartition(Closable, Generic[X, S]):
     """One partition of a :class:`FixedPartitionedSink`."""
 
     @abstractmethod
@@ -81,51 +80,31 @@ class StatefulSinkPartition(ABC, Generic[X, S]):
     def snapshot(self) -> S:
         """A picklable state from which ``build_part`` resumes after the last write."""
 
-    def close(self) -> None:  # noqa: B027 - optional hook
-        """Flush and release resources."""
 
-
-class FixedPartitionedSink(Sink[tuple[str, X]], Generic[X, S]):
+class FixedPartitionedSink(
+    Sink[tuple[str, X]], NamedParts[StatefulSinkPartition[X, S], S], Generic[X, S]
+):
     """A sink of named partitions; ``(key, value)`` items go to the partition
     ``part_fn(key)`` picks (modulo the number of partitions)."""
-
-    @abstractmethod
-    def list_parts(self) -> list[str]:
-        """The names of the partitions."""
 
     def part_fn(self, item_key: str) -> int:
         """The partition of a key (default: ``zlib.adler32``, stable across processes)."""
         return adler32(item_key.encode())
 
-    @abstractmethod
-    def build_part(
-        self, step_id: str, for_part: str, resume_state: S | None
-    ) -> StatefulSinkPartition[X, S]:
-        """Open partition ``for_part`` of output ``step_id`` at ``resume_state``."""
-
     def as_flowspark_output(self, step_id: str) -> Output:
         return _FixedPartitionedOutput(self, step_id)
 
 
-class StatelessSinkPartition(ABC, Generic[X]):
+class StatelessSinkPartition(Closable, Generic[X]):
     """The writer of a :class:`DynamicSink`."""
 
     @abstractmethod
     def write_batch(self, items: list[X]) -> None:
         """Write the items."""
 
-    def close(self) -> None:  # noqa: B027 - optional hook
-        """Flush and release resources."""
 
-
-class DynamicSink(Sink[X]):
+class DynamicSink(Sink[X], WorkerParts[StatelessSinkPartition[X]]):
     """A sink without resume state (at least once across restarts)."""
-
-    @abstractmethod
-    def build(
-        self, step_id: str, worker_index: int, worker_count: int
-    ) -> StatelessSinkPartition[X]:
-        """The writer of output ``step_id`` (flowspark builds one: worker 0 of 1)."""
 
     def as_flowspark_output(self, step_id: str) -> Output:
         return _DynamicOutput(self, step_id)

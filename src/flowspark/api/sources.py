@@ -43,8 +43,10 @@ from flowspark.api._adapters import (
     PartAdapter,
     PartitionedAdapter,
     StatefulPartAdapter,
+    as_engine_kind,
     engine_form,
 )
+from flowspark.api._families import NamedParts, Polled, WorkerParts
 from flowspark.api.inputs import (
     DynamicInput,
     Input,
@@ -80,74 +82,43 @@ class Source(ABC, Generic[X]):  # noqa: B024 - a marker base, as in bytewax
 
     def as_flowspark_input(self, step_id: str) -> Input:
         """The input the engine reads for this source at step ``step_id``."""
-        if isinstance(self, Input):  # a flowspark input under a 0.21 name (FileSource)
-            return self
-        raise TypeError(
-            f"input {step_id!r}: {type(self).__name__} must subclass FixedPartitionedSource, "
-            "DynamicSource or SimplePollingSource"
+        return as_engine_kind(  # a flowspark input under a 0.21 name (FileSource)
+            self,
+            Input,
+            f"input {step_id!r}",
+            "FixedPartitionedSource, DynamicSource or SimplePollingSource",
         )
 
 
-class StatefulSourcePartition(ABC, Generic[X, S]):
+class StatefulSourcePartition(Polled, Generic[X, S]):
     """One partition of a :class:`FixedPartitionedSource`."""
 
     @abstractmethod
     def next_batch(self) -> Iterable[X]:
         """The next items (maybe none; never block); raise ``StopIteration`` at the end."""
 
-    def next_awake(self) -> datetime | None:
-        """When to call :meth:`next_batch` next; ``None``: at once (1 ms after an empty batch)."""
-        return None
-
     @abstractmethod
     def snapshot(self) -> S:
         """A picklable state from which ``build_part`` resumes after the last item read."""
 
-    def close(self) -> None:  # noqa: B027 - optional hook
-        """Release resources when the input ends."""
 
-
-class FixedPartitionedSource(Source[X], Generic[X, S]):
+class FixedPartitionedSource(Source[X], NamedParts[StatefulSourcePartition[X, S], S]):
     """A source of named partitions, each resumed from its snapshot (exactly once)."""
-
-    @abstractmethod
-    def list_parts(self) -> list[str]:
-        """The names of the partitions."""
-
-    @abstractmethod
-    def build_part(
-        self, step_id: str, for_part: str, resume_state: S | None
-    ) -> StatefulSourcePartition[X, S]:
-        """Open partition ``for_part`` of input ``step_id`` at ``resume_state``
-        (``None``: from the start)."""
 
     def as_flowspark_input(self, step_id: str) -> Input:
         return _FixedPartitionedInput(self, step_id)
 
 
-class StatelessSourcePartition(ABC, Generic[X]):
+class StatelessSourcePartition(Polled, Generic[X]):
     """The reader of a :class:`DynamicSource`."""
 
     @abstractmethod
     def next_batch(self) -> Iterable[X]:
         """The next items (maybe none; never block); raise ``StopIteration`` at the end."""
 
-    def next_awake(self) -> datetime | None:
-        """When to call :meth:`next_batch` next; ``None``: at once (1 ms after an empty batch)."""
-        return None
 
-    def close(self) -> None:  # noqa: B027 - optional hook
-        """Release resources when the input ends."""
-
-
-class DynamicSource(Source[X]):
+class DynamicSource(Source[X], WorkerParts[StatelessSourcePartition[X]]):
     """A source without resume state (at most once across restarts)."""
-
-    @abstractmethod
-    def build(
-        self, step_id: str, worker_index: int, worker_count: int
-    ) -> StatelessSourcePartition[X]:
-        """The reader of input ``step_id`` (flowspark builds one: worker 0 of 1)."""
 
     def as_flowspark_input(self, step_id: str) -> Input:
         return _DynamicInput(self, step_id)
