@@ -321,11 +321,9 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="enable Spark's web UI and print its address on stderr at start",
     )
-    numaflow = p.add_argument_group(
-        "Numaflow pipelines and MonoVertex (IMPORT_STR is a .yaml file)"
-    )
-    add_pipeline_options(
-        numaflow,
+    numaflow = add_pipeline_options(
+        p,
+        "Numaflow pipelines and MonoVertex (IMPORT_STR is a .yaml file)",
         udf_help=(
             "the pynumaflow UDF script that runs VERTEX's container (repeatable; in a "
             "MonoVertex VERTEX is the field: udsource, transformer, udf, udsink, "
@@ -347,13 +345,16 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def add_pipeline_options(group: Any, udf_help: str, secret_help: str) -> None:
-    """``--udf VERTEX=FILE`` and ``--secret NAME/KEY=VALUE`` (repeatable; see
-    :func:`load_flow`), as every command that loads a Numaflow pipeline takes them."""
+def add_pipeline_options(parser: Any, title: str, udf_help: str, secret_help: str) -> Any:
+    """The group ``title`` of ``parser``'s options, holding ``--udf VERTEX=FILE`` and
+    ``--secret NAME/KEY=VALUE`` (repeatable; see :func:`load_flow`), as every command
+    that loads a Numaflow pipeline takes them; returns the group."""
+    group = parser.add_argument_group(title)
     group.add_argument("--udf", action="append", default=[], metavar="VERTEX=FILE", help=udf_help)
     group.add_argument(
         "--secret", action="append", default=[], metavar="NAME/KEY=VALUE", help=secret_help
     )
+    return group
 
 
 def parse_pairs(values: Sequence[str], flag: str) -> dict[str, str]:

@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from flowspark.api.dataflow import MAP_STREAM_CONCURRENCY, Dataflow, Stream, map_handler_kind
 from flowspark.api.inputs import SourceWatermark
@@ -93,62 +93,50 @@ def secret_env_name(name: str, key: str) -> str:
     return "FLOWSPARK_SECRET_" + re.sub(r"[^A-Z0-9]", "_", f"{name}_{key}".upper())
 
 
-def load(
-    source: str | os.PathLike[str],
-    *,
-    udfs: Mapping[str, Any] | None = None,
-    secrets: Mapping[str, str] | None = None,
-    state_dir: str | os.PathLike[str] | None = None,
-    http_host: str | None = None,
-    http_port: int | None = None,
-    certfile: str | None = None,
-    keyfile: str | None = None,
-    outputs: Mapping[str, Any] | None = None,
-) -> Dataflow:
-    """Load a Numaflow Pipeline (a YAML file path or YAML text) as a Dataflow.
+class PipelineOptions(TypedDict, total=False):
+    """The keyword arguments of :func:`load` and :func:`build`, all optional.
 
     ``udfs`` maps a vertex name to its handler: a UDF script path, a server
     object, or a handler. ``secrets`` maps ``"name/key"`` to a secret's value
     (HTTP sources' ``auth.token``; else the env var :func:`secret_env_name`).
     ``state_dir`` keeps the HTTP sources' journals (give the recovery
     directory's neighbour so a restart finds them; default: a fresh temporary
-    directory). ``outputs`` maps a sink vertex's name to a flowspark output that
-    replaces it (e.g. a ``FileOutput`` to keep what reaches the sink). Fields
-    that only matter on Kubernetes are listed once in a warning of the
-    ``flowspark.pipeline`` logger. Fails with one :class:`PipelineSpecError`
-    before Spark starts.
+    directory); ``http_host``/``http_port`` are their server's address and
+    ``certfile``/``keyfile`` its TLS files. ``outputs`` maps a sink vertex's name
+    to a flowspark output that replaces it (e.g. a ``FileOutput`` to keep what
+    reaches the sink).
+    """
+
+    udfs: Mapping[str, Any] | None
+    secrets: Mapping[str, str] | None
+    state_dir: str | os.PathLike[str] | None
+    http_host: str | None
+    http_port: int | None
+    certfile: str | None
+    keyfile: str | None
+    outputs: Mapping[str, Any] | None
+
+
+def load(source: str | os.PathLike[str], **options: Unpack[PipelineOptions]) -> Dataflow:
+    """Load a Numaflow Pipeline (a YAML file path or YAML text) as a Dataflow.
+
+    ``options``: see :class:`PipelineOptions`. Fields that only matter on
+    Kubernetes are listed once in a warning of the ``flowspark.pipeline`` logger.
+    Fails with one :class:`PipelineSpecError` before Spark starts.
     """
     text_given = isinstance(source, str) and "\n" in source
     spec = load_spec(source)
     base = Path.cwd() if text_given else Path(source).resolve().parent
-    return build(
-        spec,
-        base_dir=base,
-        udfs=udfs,
-        secrets=secrets,
-        state_dir=state_dir,
-        http_host=http_host,
-        http_port=http_port,
-        certfile=certfile,
-        keyfile=keyfile,
-        outputs=outputs,
-    )
+    return build(spec, base_dir=base, **options)
 
 
 def build(
-    spec: PipelineSpec,
-    *,
-    base_dir: Path | None = None,
-    udfs: Mapping[str, Any] | None = None,
-    secrets: Mapping[str, str] | None = None,
-    state_dir: str | os.PathLike[str] | None = None,
-    http_host: str | None = None,
-    http_port: int | None = None,
-    certfile: str | None = None,
-    keyfile: str | None = None,
-    outputs: Mapping[str, Any] | None = None,
+    spec: PipelineSpec, *, base_dir: Path | None = None, **options: Unpack[PipelineOptions]
 ) -> Dataflow:
-    """``spec`` as a Dataflow (see :func:`load` for the arguments)."""
+    """``spec`` as a Dataflow (see :func:`load`; ``options``: :class:`PipelineOptions`)."""
+    unknown = sorted(options.keys() - PipelineOptions.__optional_keys__)
+    if unknown:  # as Python says it of a parameter the signature lacks
+        raise TypeError(f"build() got an unexpected keyword argument {unknown[0]!r}")
     ignored = [f for f in spec.ignored if not _is_flowspark_annotation(f, spec)]
     ignored += [
         f"spec.vertices[{i}].partitions"  # Spark's tasks follow the cores
@@ -170,13 +158,12 @@ def build(
             "directory (-r)",
             spec.name,
         )
-    handlers = dict(udfs or {})
+    handlers = dict(options.get("udfs") or {})
     if spec.kind == "MonoVertex":
         spec, handlers = _mono_vertex_names(spec, handlers)
-    builder = _Builder(
-        spec, base_dir or Path.cwd(), handlers, dict(secrets or {}), dict(outputs or {})
-    )
-    return builder.build(state_dir, http_host, http_port, certfile, keyfile)
+    secrets = dict(options.get("secrets") or {})
+    outputs = dict(options.get("outputs") or {})
+    return _Builder(spec, base_dir or Path.cwd(), handlers, secrets, outputs).build(options)
 
 
 def _mono_vertex_names(
@@ -244,14 +231,8 @@ class _Builder:
 
     # -- the graph ---------------------------------------------------------------
 
-    def build(
-        self,
-        state_dir: Any,
-        http_host: str | None,
-        http_port: int | None,
-        certfile: str | None,
-        keyfile: str | None,
-    ) -> Dataflow:
+    def build(self, options: PipelineOptions) -> Dataflow:
+        """The Dataflow, with the HTTP sources' journal and server as ``options`` say."""
         order = self._order()
         sinks = {v.name for v in self.spec.vertices if v.kind == "sink"}
         unknown = sorted(set(self.replaced_outputs) - sinks)
@@ -260,7 +241,8 @@ class _Builder:
         http = [v for v in self.spec.sources if v.source is not None and v.source.kind == "http"]
         journal_dir = None
         if http:
-            where = Location.parse(state_dir or tempfile.mkdtemp(prefix="flowspark-http-"))
+            state_dir = options.get("state_dir") or tempfile.mkdtemp(prefix="flowspark-http-")
+            where = Location.parse(state_dir)
             if not where.is_local:
                 raise PipelineSpecError(
                     f"source {http[0].name!r}: the HTTP source journals events on this "
@@ -284,10 +266,16 @@ class _Builder:
                 else:
                     self._sink(vertex, upstream)
         if journal_dir is not None:  # there are HTTP sources
-            host, port = resolve_address(http_host, http_port)
+            host, port = resolve_address(options.get("http_host"), options.get("http_port"))
             routes = [HttpRoute(v.name, self._token(v)) for v in http]
             server = HttpServer(
-                routes, journal_dir, host, port, certfile, keyfile, healthy_when_running=True
+                routes,
+                journal_dir,
+                host,
+                port,
+                certfile=options.get("certfile"),
+                keyfile=options.get("keyfile"),
+                healthy_when_running=True,
             )
             self.flow.services.append(server)
         if side_inputs is not None:  # UDFs ready before the first datum arrives
@@ -512,16 +500,9 @@ class _Builder:
         else:
             g = source.generator
             assert g is not None
+            # GeneratorSpec's fields are GeneratorInput's arguments, by name.
             inp = GeneratorInput(
-                vertex.name,
-                rpu=g.rpu,
-                duration=g.duration,
-                msg_size=g.msg_size,
-                key_count=g.key_count,
-                value=g.value,
-                jitter=g.jitter,
-                value_blob=g.value_blob,
-                read_batch_size=vertex.limits.read_batch_size,
+                vertex.name, **asdict(g), read_batch_size=vertex.limits.read_batch_size
             )
         inp.watermark = self._source_watermark()
         stream = self.flow.source(vertex.name, inp)

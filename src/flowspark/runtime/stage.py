@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import chain
 from operator import length_hint
 from typing import Any, cast
@@ -139,33 +139,25 @@ def _function(step: Step) -> Callable[..., Any] | ChunkStep | None:
     return build(step) if build is not None else None
 
 
+@dataclass(eq=False, repr=False)  # equal only to itself, shown as any object
 class StageProgram:
     """All steps of one level, wired, with a run order per entry step."""
 
-    def __init__(
-        self,
-        nodes: dict[int, Node],
-        orders: dict[int, list[int]],
-        keyed: dict[int, tuple[str, Callable[[Any, Any], Any] | None]],
-        key_partitions: int = 1,
-        bucketed: frozenset[int] = frozenset(),
-        reads: str | None = None,
-    ) -> None:
-        self.nodes = nodes
-        self.orders = orders
-        # Stateful steps of later levels: port -> (step id, combiner or None).
-        self.keyed = keyed
-        # How many partitions the keyed exchange after this level has (Spark's
-        # shuffle partitions): where a key's rows go, see runtime/partitioning.py.
-        self.key_partitions = key_partitions
-        # Keyed ports whose keys travel and keep state in buckets (every keyed kind
-        # but the Numaflow ones, whose write-ahead log is kept per key).
-        self.bucketed = bucketed
-        # The input step whose items this program reads (level 0), counted per task.
-        self.reads = reads
-        # The flow runs on the vertex watermark of its datums' event times: report
-        # the event times of what leaves for Numaflow keyed steps (engine/vertex_marks).
-        self.event_times = False
+    nodes: dict[int, Node]
+    orders: dict[int, list[int]]
+    # Stateful steps of later levels: port -> (step id, combiner or None).
+    keyed: dict[int, tuple[str, Callable[[Any, Any], Any] | None]]
+    # How many partitions the keyed exchange after this level has (Spark's
+    # shuffle partitions): where a key's rows go, see runtime/partitioning.py.
+    key_partitions: int = 1
+    # Keyed ports whose keys travel and keep state in buckets (every keyed kind
+    # but the Numaflow ones, whose write-ahead log is kept per key).
+    bucketed: frozenset[int] = frozenset()
+    # The input step whose items this program reads (level 0), counted per task.
+    reads: str | None = None
+    # The flow runs on the vertex watermark of its datums' event times: report
+    # the event times of what leaves for Numaflow keyed steps (engine/vertex_marks).
+    event_times: bool = field(default=False, init=False)
 
     @classmethod
     def for_level(

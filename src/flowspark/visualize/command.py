@@ -65,9 +65,9 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="show the whole traceback when the target raises while it is imported",
     )
-    numaflow = p.add_argument_group("Numaflow pipelines (TARGET is a .yaml file)")
     cli.add_pipeline_options(
-        numaflow,
+        p,
+        "Numaflow pipelines (TARGET is a .yaml file)",
         udf_help="the pynumaflow UDF script of VERTEX, as for flowspark.run (repeatable)",
         secret_help="a secret's value, as for flowspark.run (repeatable)",
     )

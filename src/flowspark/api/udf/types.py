@@ -19,7 +19,7 @@ True
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from operator import attrgetter
 from typing import Any, ClassVar, TypeVar
@@ -69,6 +69,16 @@ def _reader(attr: str, doc: str) -> Any:
     """A read-only property giving the attribute ``attr`` (dotted for a nested one); its
     type is the annotation of the class attribute it is assigned to."""
     return property(attrgetter(attr), doc=doc)
+
+
+def _repr_showing(name: str, *attrs: str) -> Callable[[Any], str]:
+    """A ``__repr__`` giving ``name(attr=value, ...)`` of the attributes ``attrs``."""
+
+    def __repr__(self: Any) -> str:
+        shown = ", ".join(f"{attr}={getattr(self, attr)!r}" for attr in attrs)
+        return f"{name}({shown})"
+
+    return __repr__
 
 
 def _times_of(datum: Any) -> tuple[UTCDateTime, UTCDateTime]:
@@ -182,12 +192,9 @@ class Datum:
 
     __hash__ = None  # type: ignore[assignment]
 
-    def __repr__(self) -> str:
-        return (
-            f"Datum(keys={self._keys!r}, value={self._value!r}, "
-            f"event_time={self._event_time!r}, watermark={self._watermark!r}, "
-            f"headers={self._headers!r}, id={self._id!r}, tags={self._tags!r})"
-        )
+    __repr__ = _repr_showing(
+        "Datum", "keys", "value", "event_time", "watermark", "headers", "id", "tags"
+    )
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return (type(self)._make, self._fields())
@@ -285,13 +292,16 @@ class AccumulatorDatum(Datum):
 
 
 class _FieldsEq:
-    """``==`` of two objects of the same class: their ``_fields()`` are equal. Not hashable
+    """``==`` of two objects of the same class: their ``_fields()`` (the attributes
+    ``_field_names`` names, unless a subclass says otherwise) are equal. Not hashable
     unless a subclass says how."""
 
     __slots__ = ()
 
+    _field_names: ClassVar[tuple[str, ...]]
+
     def _fields(self) -> tuple[Any, ...]:
-        raise NotImplementedError
+        return tuple(getattr(self, name) for name in self._field_names)
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
@@ -331,6 +341,7 @@ class StreamMessage(_Payload):
     """
 
     __slots__ = ("_value", "_keys", "_tags", "_times")
+    _field_names = ("_value", "_keys", "_tags")
 
     def __init__(
         self, value: bytes, keys: list[str] | None = None, tags: list[str] | None = None
@@ -349,11 +360,7 @@ class StreamMessage(_Payload):
             message._times = _times_of(datum)
         return message
 
-    def _fields(self) -> tuple[Any, ...]:
-        return (self._value, self._keys, self._tags)
-
-    def __repr__(self) -> str:
-        return f"Message(value={self._value!r}, keys={self._keys!r}, tags={self._tags!r})"
+    __repr__ = _repr_showing("Message", "value", "keys", "tags")
 
 
 class AccumulatorMessage(_Payload):
@@ -372,6 +379,7 @@ class AccumulatorMessage(_Payload):
         "_id",
         "_times",
     )
+    _field_names = ("_value", "_keys", "_tags", "_watermark", "_event_time", "_headers", "_id")
 
     def __init__(
         self,
@@ -429,23 +437,9 @@ class AccumulatorMessage(_Payload):
 
     id: str = _reader("_id", 'The message id ("" when not set).')
 
-    def _fields(self) -> tuple[Any, ...]:
-        return (
-            self._value,
-            self._keys,
-            self._tags,
-            self._watermark,
-            self._event_time,
-            self._headers,
-            self._id,
-        )
-
-    def __repr__(self) -> str:
-        return (
-            f"Message(value={self._value!r}, keys={self._keys!r}, tags={self._tags!r}, "
-            f"watermark={self._watermark!r}, event_time={self._event_time!r}, "
-            f"headers={self._headers!r}, id={self._id!r})"
-        )
+    __repr__ = _repr_showing(
+        "Message", "value", "keys", "tags", "watermark", "event_time", "headers", "id"
+    )
 
 
 class ItemList(Sequence[M]):
@@ -513,6 +507,7 @@ class IntervalWindow(_FieldsHash):
     """The ``[start, end)`` of a window; both stored as UTCDateTime."""
 
     __slots__ = ("_start", "_end")
+    _field_names = __slots__
 
     def __init__(self, start: datetime, end: datetime) -> None:
         self._start = as_utc(start, "IntervalWindow.start")
@@ -521,37 +516,31 @@ class IntervalWindow(_FieldsHash):
     start: UTCDateTime = _reader("_start", "The start of the window.")
     end: UTCDateTime = _reader("_end", "The end of the window.")
 
-    def _fields(self) -> tuple[Any, ...]:
-        return (self._start, self._end)
-
-    def __repr__(self) -> str:
-        return f"IntervalWindow(start={self._start!r}, end={self._end!r})"
+    __repr__ = _repr_showing("IntervalWindow", "start", "end")
 
 
 class Metadata(_FieldsEq):
     """What a reduce handler learns about its window: ``md.interval_window``."""
 
     __slots__ = ("_interval_window",)
+    _field_names = __slots__
 
     def __init__(self, interval_window: IntervalWindow) -> None:
         self._interval_window = interval_window
 
     interval_window: IntervalWindow = _reader("_interval_window", "The window being reduced.")
 
-    def _fields(self) -> tuple[Any, ...]:
-        return (self._interval_window,)
-
     def __hash__(self) -> int:
         return hash(self._interval_window)
 
-    def __repr__(self) -> str:
-        return f"Metadata(interval_window={self._interval_window!r})"
+    __repr__ = _repr_showing("Metadata", "interval_window")
 
 
 class ReduceWindow(_FieldsHash):
     """A reduce window: an :class:`IntervalWindow` plus its slot."""
 
     __slots__ = ("_window", "_slot")
+    _field_names: ClassVar[tuple[str, ...]] = __slots__  # KeyedWindow adds its keys
 
     def __init__(self, start: datetime, end: datetime, slot: str = "") -> None:
         self._window = IntervalWindow(start, end)
@@ -562,11 +551,7 @@ class ReduceWindow(_FieldsHash):
     slot: str = _reader("_slot", "The slot of the window.")
     window: IntervalWindow = _reader("_window", "The interval window.")
 
-    def _fields(self) -> tuple[Any, ...]:
-        return (self._window, self._slot)
-
-    def __repr__(self) -> str:
-        return f"ReduceWindow(start={self.start!r}, end={self.end!r}, slot={self._slot!r})"
+    __repr__ = _repr_showing("ReduceWindow", "start", "end", "slot")
 
 
 class KeyedWindow(ReduceWindow):
@@ -576,6 +561,7 @@ class KeyedWindow(ReduceWindow):
     """
 
     __slots__ = ("_keys",)
+    _field_names = ("_window", "_slot", "_keys")
 
     def __init__(
         self, start: datetime, end: datetime, slot: str = "", keys: list[str] | None = None
@@ -585,13 +571,6 @@ class KeyedWindow(ReduceWindow):
 
     keys: list[str] = _reader("_keys", "The keys the window belongs to.")
 
-    def _fields(self) -> tuple[Any, ...]:
-        return (self._window, self._slot, self._keys)
-
     __hash__ = None  # type: ignore[assignment]
 
-    def __repr__(self) -> str:
-        return (
-            f"KeyedWindow(start={self.start!r}, end={self.end!r}, slot={self._slot!r}, "
-            f"keys={self._keys!r})"
-        )
+    __repr__ = _repr_showing("KeyedWindow", "start", "end", "slot", "keys")
