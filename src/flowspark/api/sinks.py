@@ -29,14 +29,7 @@ from abc import ABC, abstractmethod
 from typing import Any, Generic, TypeVar
 from zlib import adler32
 
-from flowspark.api._adapters import (
-    FamilyAdapter,
-    PartAdapter,
-    PartitionedAdapter,
-    StatefulPartAdapter,
-    as_engine_kind,
-    engine_form,
-)
+from flowspark.api import _adapters as adapters
 from flowspark.api._families import Closable, NamedParts, WorkerParts
 from flowspark.api.outputs import (
     DynamicOutput,
@@ -64,7 +57,7 @@ class Sink(ABC, Generic[X]):  # noqa: B024 - a marker base, as in bytewax
 
     def as_flowspark_output(self, step_id: str) -> Output:
         """The output the engine writes for this sink at step ``step_id``."""
-        return as_engine_kind(  # a flowspark output under a 0.21 name (StdOutSink)
+        return adapters.as_engine_kind(  # a flowspark output under a 0.21 name (StdOutSink)
             self, Output, f"output {step_id!r}", "FixedPartitionedSink or DynamicSink"
         )
 
@@ -113,22 +106,21 @@ class DynamicSink(Sink[X], WorkerParts[StatelessSinkPartition[X]]):
 # -- adapters onto the 0.17 families --------------------------------------------------
 
 
-class _StatefulPart(StatefulPartAdapter, StatefulSink):
+class _StatefulPart(adapters.StatefulPartAdapter, StatefulSink):
     def write_batch(self, values: list[Any]) -> None:
         self.part.write_batch(values)
 
 
-class _FixedPartitionedOutput(PartitionedAdapter, PartitionedOutput):
+class _FixedPartitionedOutput(adapters.PartitionedAdapter, PartitionedOutput):
     """A :class:`FixedPartitionedSink` as the engine's :class:`PartitionedOutput`."""
 
     def part_fn(self, item_key: str) -> int:
         return self.family.part_fn(item_key)
 
-    def build_part(self, for_part: str, resume_state: Any | None) -> StatefulSink:
-        return _StatefulPart(self.family.build_part(self.step_id, for_part, resume_state))
+    part_adapter = _StatefulPart
 
 
-class _StatelessPart(PartAdapter, StatelessSink):
+class _StatelessPart(adapters.PartAdapter, StatelessSink):
     def __init__(self, part: StatelessSinkPartition[Any]) -> None:
         super().__init__(part)
         begin = getattr(part, "begin_batch", None)  # flowspark's optional hook
@@ -139,21 +131,14 @@ class _StatelessPart(PartAdapter, StatelessSink):
         self.part.write_batch(items)
 
 
-class _DynamicOutput(FamilyAdapter, DynamicOutput):
+class _DynamicOutput(adapters.WorkerAdapter, DynamicOutput):
     """A :class:`DynamicSink` as the engine's :class:`DynamicOutput`."""
 
-    def build(self, worker_index: int, worker_count: int) -> StatelessSink:
-        return _StatelessPart(self.family.build(self.step_id, worker_index, worker_count))
+    part_adapter = _StatelessPart
 
 
 def as_output(sink: Any, step_id: str) -> Output:
     """What the engine writes for ``sink`` at step ``step_id``: a flowspark output as it
     is, a bytewax 0.21 sink through its adapter; anything else is a ``TypeError``."""
-    return engine_form(
-        sink,
-        Output,
-        Sink,
-        lambda bytewax_sink: bytewax_sink.as_flowspark_output(step_id),
-        f"output {step_id!r}: expected a bytewax 0.21 sink (e.g. TestingSink, StdOutSink, "
-        "a FixedPartitionedSink) or a flowspark Output",
-    )
+    examples = "a bytewax 0.21 sink (e.g. TestingSink, StdOutSink, a FixedPartitionedSink)"
+    return adapters.engine_form(sink, step_id, Output, Sink, examples)

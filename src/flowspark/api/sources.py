@@ -39,10 +39,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 from flowspark.api._adapters import (
-    FamilyAdapter,
     PartAdapter,
     PartitionedAdapter,
     StatefulPartAdapter,
+    WorkerAdapter,
     as_engine_kind,
     engine_form,
 )
@@ -225,8 +225,7 @@ class _FixedPartitionedInput(PartitionedAdapter, PartitionedInput):
     def aborted(self, error: BaseException) -> None:  # Input's optional hook
         _tell_aborted(self.family, error)
 
-    def build_part(self, for_part: str, resume_state: Any | None) -> StatefulSource:
-        return _StatefulPart(self.family.build_part(self.step_id, for_part, resume_state))
+    part_adapter = _StatefulPart
 
 
 class _StatelessPart(PartAdapter, StatelessSource):
@@ -237,24 +236,17 @@ class _StatelessPart(PartAdapter, StatelessSource):
         return self.part.next_awake()
 
 
-class _DynamicInput(FamilyAdapter, DynamicInput):
+class _DynamicInput(WorkerAdapter, DynamicInput):
     """A :class:`DynamicSource` as the engine's :class:`DynamicInput`."""
+
+    part_adapter = _StatelessPart
 
     def aborted(self, error: BaseException) -> None:  # Input's optional hook
         _tell_aborted(self.family, error)
-
-    def build(self, worker_index: int, worker_count: int) -> StatelessSource:
-        return _StatelessPart(self.family.build(self.step_id, worker_index, worker_count))
 
 
 def as_input(source: Any, step_id: str) -> Input:
     """What the engine reads for ``source`` at step ``step_id``: a flowspark input as it
     is, a bytewax 0.21 source through its adapter; anything else is a ``TypeError``."""
-    return engine_form(
-        source,
-        Input,
-        Source,
-        lambda bytewax_source: bytewax_source.as_flowspark_input(step_id),
-        f"input {step_id!r}: expected a bytewax 0.21 source (e.g. TestingSource, "
-        "FileSource, a FixedPartitionedSource) or a flowspark Input",
-    )
+    examples = "a bytewax 0.21 source (e.g. TestingSource, FileSource, a FixedPartitionedSource)"
+    return engine_form(source, step_id, Input, Source, examples)
