@@ -12,8 +12,8 @@ one module each:
 2. **validate** (:mod:`~flowspark.pipeline.validate`), as Numaflow's controller
    does: the rules of ``pkg/reconciler/validator/pipeline_validate.go`` in its
    order, with its exact error texts;
-3. **unsupported**: Numaflow features flowspark does not run (Kafka, NATS,
-   user-defined sources, side inputs, rate limits …), noted while decoding, fail
+3. **unsupported**: Numaflow features flowspark does not run (Kafka and NATS
+   sources, JetStream TLS and auth, rate limits …), noted while decoding, fail
    now, naming the field;
 4. **type** (:mod:`~flowspark.pipeline.typed`): the frozen dataclasses of
    :mod:`~flowspark.pipeline.model`, with Numaflow's defaults applied.
