@@ -157,6 +157,21 @@ def _on_server(kind: str, drive: Callable[[str], dict[str, Any]]) -> tuple[float
             _stop_server(proc)
 
 
+def _result(
+    seconds: float, startup: float, ok: bool, outputs: int, note: str, **extra: Any
+) -> dict[str, Any]:
+    """A job's result (see ``harness.py``): its outputs, ``extra`` and the ``note``
+    saying what ran."""
+    return {
+        "seconds": seconds,
+        "startup_s": startup,
+        "ok": ok,
+        "outputs": outputs,
+        **extra,
+        "note": note,
+    }
+
+
 def _requests(n: int) -> list[map_pb2.MapRequest]:
     """One ``MapRequest`` per datum: no keys, value ``b"i,i+1,i+2"``, id ``str(i)``."""
     ts = Timestamp(seconds=jobs.ALIGN_TO_EPOCH_S)
@@ -229,14 +244,8 @@ def run_mapstream(n: int) -> dict[str, Any]:
     jobs.log(f"pynumaflow mapstream: built {len(requests)} requests")
     startup, res = _on_server(kind="mapstream", drive=lambda address: _drive(address, requests))
     ok = res["per_id_ok"] and jobs.mapstream_check(n, res["count"], res["total"])
-    return {
-        "seconds": res["seconds"],
-        "startup_s": startup,
-        "ok": ok,
-        "outputs": res["count"],
-        "eots": res["eots"],
-        "note": "pynumaflow 0.14 MapStreamAsyncServer over a UNIX socket, one bidi MapFn stream",
-    }
+    note = "pynumaflow 0.14 MapStreamAsyncServer over a UNIX socket, one bidi MapFn stream"
+    return _result(res["seconds"], startup, ok, res["count"], note, eots=res["eots"])
 
 
 def _drive_batches(
@@ -307,16 +316,19 @@ def run_batchmap(n: int) -> dict[str, Any]:
     )
     batches = -(-n // jobs.BATCHMAP_BATCH_SIZE)
     ok = res["eots"] == batches and jobs.mapstream_check(n, res["count"], res["total"])
-    return {
-        "seconds": res["seconds"],
-        "startup_s": startup,
-        "ok": ok,
-        "outputs": res["count"],
-        "eots": res["eots"],
-        "batch_size": jobs.BATCHMAP_BATCH_SIZE,
-        "note": "pynumaflow 0.14 BatchMapAsyncServer over a UNIX socket, one bidi MapFn "
-        "stream, batches of 500 requests + eot in lockstep",
-    }
+    note = (
+        "pynumaflow 0.14 BatchMapAsyncServer over a UNIX socket, one bidi MapFn "
+        "stream, batches of 500 requests + eot in lockstep"
+    )
+    return _result(
+        res["seconds"],
+        startup,
+        ok,
+        res["count"],
+        note,
+        eots=res["eots"],
+        batch_size=jobs.BATCHMAP_BATCH_SIZE,
+    )
 
 
 _WindowOp = accumulator_pb2.AccumulatorRequest.WindowOperation
@@ -407,16 +419,19 @@ def run_reorder(n: int) -> dict[str, Any]:
     # One EOF per key, for that key's window (each CLOSE is answered once).
     eofs_ok = sorted(res["eof_keys"]) == sorted(f"k{k}" for k in range(n_keys))
     ok = eofs_ok and jobs.reorder_check(n, triples)
-    return {
-        "seconds": res["seconds"],
-        "startup_s": startup,
-        "ok": ok,
-        "outputs": len(triples),
-        "inversions": jobs.reorder_inversions(triples),
-        "eofs": len(res["eof_keys"]),
-        "note": "pynumaflow 0.14 AccumulatorAsyncServer(StreamSorter) over a UNIX socket, "
-        "one bidi AccumulateFn stream",
-    }
+    note = (
+        "pynumaflow 0.14 AccumulatorAsyncServer(StreamSorter) over a UNIX socket, "
+        "one bidi AccumulateFn stream"
+    )
+    return _result(
+        res["seconds"],
+        startup,
+        ok,
+        len(triples),
+        note,
+        inversions=jobs.reorder_inversions(triples),
+        eofs=len(res["eof_keys"]),
+    )
 
 
 if __name__ == "__main__":

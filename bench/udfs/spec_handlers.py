@@ -2,16 +2,22 @@
 
 Each builder takes the module the page's code imports from (``flowspark.accumulator``
 or ``pynumaflow.accumulator`` …: the import prefix is all that differs) and returns
-the page's code bound to it, so both systems run the same user code. The handlers
-are built when called, so that importing this module imports neither system.
+the page's code bound to it, so both systems run the same user code (the batch-map
+example's is read from its file under ``examples/``). The handlers are built when
+called, so that importing this module imports neither system.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, Callable
 from datetime import datetime
+from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+BATCHMAP_EXAMPLE = (
+    Path(__file__).resolve().parents[2] / "examples" / "numaflow" / "udfs" / "batchmap_flatmap.py"
+)
 
 
 def stream_sorter(accumulator: ModuleType, flush_at_end: bool = True) -> type:
@@ -88,26 +94,14 @@ def map_stream_handler(mapstreamer: ModuleType) -> Callable[..., AsyncIterable[A
 def batch_flatmap(batchmapper: ModuleType) -> type:
     """pynumaflow's batch-map example ``Flatmap`` (``examples/batchmap/flatmap``) on
     ``batchmapper``: per datum of the batch, a ``BatchResponse`` for its id holding one
-    message per comma-separated part."""
-    Datum, Message = batchmapper.Datum, batchmapper.Message
-    BatchResponse, BatchResponses = batchmapper.BatchResponse, batchmapper.BatchResponses
-
-    class Flatmap(batchmapper.BatchMapper):
-        async def handler(self, datums: AsyncIterable[Datum]) -> Any:
-            batch_responses = BatchResponses()
-            async for datum in datums:
-                val = datum.value
-                _ = datum.event_time
-                _ = datum.watermark
-                strs = val.decode("utf-8").split(",")
-                batch_response = BatchResponse.from_id(datum.id)
-                if len(strs) == 0:
-                    batch_response.append(Message.to_drop())
-                else:
-                    for s in strs:
-                        batch_response.append(Message(str.encode(s)))
-                batch_responses.append(batch_response)
-
-            return batch_responses
-
-    return Flatmap
+    message per comma-separated part. The code is flowspark's copy of the example
+    (``examples/numaflow/udfs/batchmap_flatmap.py``), its import prefix swapped for
+    ``batchmapper``'s."""
+    code = BATCHMAP_EXAMPLE.read_text()
+    ours = "from flowspark.batchmapper import"
+    if ours not in code:
+        raise RuntimeError(f"{BATCHMAP_EXAMPLE} no longer imports {ours!r}")
+    code = code.replace(ours, f"from {batchmapper.__name__} import")
+    namespace: dict[str, Any] = {"__name__": BATCHMAP_EXAMPLE.stem}  # not __main__: no server
+    exec(compile(code, str(BATCHMAP_EXAMPLE), "exec"), namespace)
+    return namespace["Flatmap"]

@@ -86,6 +86,19 @@ def output_lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
+def kill_once_written(proc: subprocess.Popen, out: Path, lines: int, stderr: Path) -> None:
+    """Wait (up to 180 s) until ``out`` holds ``lines`` lines, the run going on meanwhile
+    (else the tail of its ``stderr`` file fails the test), then SIGKILL its process
+    group: the driver, Spark's JVM and its Python workers."""
+    deadline = time.monotonic() + 180
+    while len(output_lines(out)) < lines:
+        assert proc.poll() is None, stderr.read_text()[-3000:]
+        assert time.monotonic() < deadline, "the sink wrote too little"
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
 def kill_mid_run_then_restart(
     flow_file: Path, recovery: Path, out: Path, kill_after_lines: int, total: int, *args: str
 ) -> list[str]:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.recovery.cli_runs import output_lines
+from tests.recovery.cli_runs import kill_once_written, output_lines
 from tests.s3_server import S3Server, aws_env, queue_counts, sqs_client
 
 TOTAL = 500
@@ -67,14 +67,7 @@ def test_sigkill_mid_run_then_restart_loses_nothing_and_repeats_at_most_a_batch(
             start_new_session=True,
         )  # fmt: skip
 
-    proc = start()
-    deadline = time.monotonic() + 180
-    while len(output_lines(out)) < 100:
-        assert proc.poll() is None, stderr.read_text()[-3000:]
-        assert time.monotonic() < deadline, "the sink wrote too little"
-        time.sleep(0.02)
-    os.killpg(proc.pid, signal.SIGKILL)  # the driver, Spark's JVM and its Python workers
-    proc.wait()
+    kill_once_written(start(), out, 100, stderr)
     written_before = set(output_lines(out))
     assert len(written_before) < TOTAL, "the run read everything before the kill"
 

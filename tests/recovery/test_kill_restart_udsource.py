@@ -14,16 +14,14 @@ has committed it, so after the kill and a restart on the same recovery directory
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from tests.recovery.cli_runs import run_to_end
+from tests.recovery.cli_runs import kill_once_written, output_lines, run_to_end
 
 TOTAL = 3000
 BATCH = 100  # --max-batch-items: the most items one micro-batch reads
@@ -106,10 +104,6 @@ def _start(flow_file: Path, recovery: Path, stderr: Path, *args: str) -> subproc
     )
 
 
-def _lines(path: Path) -> list[str]:
-    return path.read_text().split() if path.exists() else []
-
-
 def _acked(path: Path) -> set[str]:
     text = path.read_text() if path.exists() else ""
     return set(text[: text.rfind("\n") + 1].split())
@@ -125,15 +119,8 @@ def test_sigkill_mid_run_then_restart_loses_nothing_acked_and_repeats_at_most_a_
     flow_file = tmp_path / "udsource_flow.py"
     flow_file.write_text(FLOW.format(total=TOTAL, acks=str(acks), out=str(out)))
 
-    proc = _start(flow_file, recovery, stderr)
-    deadline = time.monotonic() + 180
-    while len(_lines(out)) < written_before_kill:
-        assert proc.poll() is None, stderr.read_text()[-3000:]
-        assert time.monotonic() < deadline, "the sink wrote too little"
-        time.sleep(0.02)
-    os.killpg(proc.pid, signal.SIGKILL)  # the driver, Spark's JVM and its Python workers
-    proc.wait()
-    written_before = set(_lines(out))
+    kill_once_written(_start(flow_file, recovery, stderr), out, written_before_kill, stderr)
+    written_before = set(output_lines(out))
     acked_before = _acked(acks)
     assert acked_before and acked_before <= written_before
     assert len(written_before) < TOTAL, "the run ended before the kill"
@@ -141,7 +128,7 @@ def test_sigkill_mid_run_then_restart_loses_nothing_acked_and_repeats_at_most_a_
     # On to the end of the source, on the warm child (as _start would run it).
     run_to_end(flow_file, recovery, "--max-batch-items", str(BATCH), "--bounded")
 
-    lines = _lines(out)
+    lines = output_lines(out)
     assert set(lines) == {str(i) for i in range(TOTAL)}  # nothing lost, nothing invented
     duplicates = {v for v, n in Counter(lines).items() if n > 1}
     assert max(Counter(lines).values()) <= 2

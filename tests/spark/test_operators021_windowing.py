@@ -33,13 +33,9 @@ from flowspark.operators.windowing import (
 from flowspark.recovery import RecoveryConfig
 from flowspark.testing import TestingSink, TestingSource, run_main
 from tests.docs_blocks import ROOT, blocks_for
+from tests.event_times import ALIGN, at
 
-ALIGN = datetime(2022, 1, 1, tzinfo=UTC)
 NOON = datetime(2023, 1, 1, 12, 0, tzinfo=UTC)
-
-
-def at(seconds: float) -> datetime:
-    return ALIGN + timedelta(seconds=seconds)
 
 
 def _outputs(flow: Dataflow, wo: win.WindowOut) -> tuple[list[Any], list[Any], list[Any]]:

@@ -9,21 +9,11 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from flowspark import sourcer
 from flowspark.connectors.numaflow import SourcerInput
 from flowspark.dataflow import Dataflow
 from flowspark.engine.query import RunConfig, run_flow
 from flowspark.shared.asynciter import NonBlockingIterator
-from flowspark.sourcer import (
-    AckRequest,
-    Message,
-    NackRequest,
-    Offset,
-    PartitionsResponse,
-    PendingResponse,
-    ReadRequest,
-    SourceAsyncServer,
-    Sourcer,
-)
 from flowspark.testing import TestingOutput
 from tests.flowspark_run import run_until
 from tests.numaflow_log import log_records
@@ -53,7 +43,7 @@ def test_pynumaflows_simple_source_runs_as_a_vertex_and_prints_what_numaflow_pri
         assert abs(record["event_time"] - time.time() * 1000) < 600_000
 
 
-class Numbers(Sourcer):
+class Numbers(sourcer.Sourcer):
     """``total`` messages, then nothing; each ack is appended to ``acks`` (the source
     runs in Spark's planning process: a file is how the test sees its acks)."""
 
@@ -62,25 +52,25 @@ class Numbers(Sourcer):
         self.acks = acks
         self.next = 0
 
-    async def read_handler(self, datum: ReadRequest, output: NonBlockingIterator) -> None:
+    async def read_handler(self, datum: sourcer.ReadRequest, output: NonBlockingIterator) -> None:
         for _ in range(min(datum.num_records, self.total - self.next)):
-            offset = Offset(str(self.next).encode(), 0)
+            offset = sourcer.Offset(str(self.next).encode(), 0)
             when = datetime(2024, 1, 1, tzinfo=UTC)
-            await output.put(Message(b"%d" % self.next, offset, when, keys=["k"]))
+            await output.put(sourcer.Message(b"%d" % self.next, offset, when, keys=["k"]))
             self.next += 1
 
-    async def ack_handler(self, ack_request: AckRequest) -> None:
+    async def ack_handler(self, ack_request: sourcer.AckRequest) -> None:
         with open(self.acks, "a") as f:
             f.write(" ".join(o.offset.decode() for o in ack_request.offsets) + "\n")
 
-    async def nack_handler(self, nack_request: NackRequest) -> None:
+    async def nack_handler(self, nack_request: sourcer.NackRequest) -> None:
         raise AssertionError("never called")
 
-    async def pending_handler(self) -> PendingResponse:
-        return PendingResponse(count=self.total - self.next)
+    async def pending_handler(self) -> sourcer.PendingResponse:
+        return sourcer.PendingResponse(count=self.total - self.next)
 
-    async def active_partitions_handler(self) -> PartitionsResponse:
-        return PartitionsResponse(partitions=[0])
+    async def active_partitions_handler(self) -> sourcer.PartitionsResponse:
+        return sourcer.PartitionsResponse(partitions=[0])
 
 
 def test_a_sourcer_as_a_python_flows_input_is_read_whole_and_acked(tmp_path: Path):
@@ -110,7 +100,7 @@ def test_a_sourcer_as_a_python_flows_input_is_read_whole_and_acked(tmp_path: Pat
 def test_a_source_server_is_an_input_too(tmp_path: Path):
     flow = Dataflow("server")
     out: list = []
-    server = SourceAsyncServer(Numbers(3, str(tmp_path / "acks.txt")))
+    server = sourcer.SourceAsyncServer(Numbers(3, str(tmp_path / "acks.txt")))
     flow.input("in", server).map("v", lambda d: d.value).output("out", TestingOutput(out))
     run_flow(flow, RunConfig(bounded=True))
     assert out == [b"0", b"1", b"2"]

@@ -32,12 +32,7 @@ from tests.bytewax_pages import (
     reduce_window_example,
     sessionizer_example,
 )
-
-ALIGN = datetime(2022, 1, 1, tzinfo=UTC)
-
-
-def at(seconds: float = 0, minutes: float = 0) -> datetime:
-    return ALIGN + timedelta(seconds=seconds, minutes=minutes)
+from tests.event_times import ALIGN, at
 
 
 def _add(a, b):

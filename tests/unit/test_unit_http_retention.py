@@ -22,6 +22,7 @@ from flowspark.connectors.numaflow.http import (
 )
 from flowspark.connectors.numaflow.http import journal as J
 from flowspark.engine.recovery_files import journal_problem, journal_synced
+from tests.waiting import wait_for
 
 PAYLOAD = b"p" * 2000  # ~2 kB a record: a few hundred records span many disk blocks
 
@@ -63,14 +64,6 @@ def post_deliver_and_drop(server: HttpServer, directory: Path, ids: list[str]) -
 
 def allocated(path: Path) -> int:
     return os.stat(path).st_blocks * 512
-
-
-def wait_for(predicate, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting")
-        time.sleep(0.01)
 
 
 @pytest.fixture

@@ -42,6 +42,7 @@ from flowspark.connectors.numaflow.http import (
 from flowspark.connectors.numaflow.http import input as http_input
 from flowspark.connectors.numaflow.http import journal as J
 from flowspark.shared.times import aware_to_ms
+from tests.waiting import wait_for
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 EVENT_TIME = "Event time specified in header 'x-numaflow-event-time'"
@@ -124,14 +125,6 @@ def read_all(directory: Path, vertex: str = "in", state: Any = None) -> tuple[li
     state = part.snapshot()
     part.close()
     return items, state
-
-
-def wait_for(predicate, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting")
-        time.sleep(0.005)
 
 
 @pytest.fixture

@@ -41,13 +41,9 @@ from flowspark.runtime.window_run import WindowRun
 from flowspark.runtime.windowing import EOF_MS
 from flowspark.shared.times import aware_to_ms
 from flowspark.testing import TestingSink, TestingSource
+from tests.event_times import ALIGN, at
 
-ALIGN = datetime(2022, 1, 1, tzinfo=UTC)
 NOW = aware_to_ms(datetime(2024, 6, 1, tzinfo=UTC))
-
-
-def at(seconds: float) -> datetime:
-    return ALIGN + timedelta(seconds=seconds)
 
 
 def meta(open_s: float, close_s: float, merged: set[int] | None = None) -> WindowMetadata:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
@@ -11,8 +11,8 @@ from flowspark.dataflow import Dataflow, Stream
 from flowspark.plan.graph import build_plan
 from flowspark.testing import TestingInput, TestingOutput
 from flowspark.window import EventClockConfig, SessionWindow, SystemClockConfig, TumblingWindow
+from tests.event_times import ALIGN
 
-ALIGN = datetime(2022, 1, 1, tzinfo=UTC)
 CLOCK = EventClockConfig(lambda v: v, timedelta(0))
 WINDOW = TumblingWindow(length=timedelta(seconds=10), align_to=ALIGN)
 

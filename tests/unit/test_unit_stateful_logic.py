@@ -9,7 +9,7 @@ Each logic gets one key's state, that key's values of a micro-batch and ``now``
 from __future__ import annotations
 
 import pickle
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from hypothesis import given, settings
@@ -26,7 +26,7 @@ from flowspark.runtime.stateful import (
     WindowLogic,
 )
 from flowspark.runtime.windowing import EOF_MS
-from flowspark.shared.times import aware_to_ms, datetime_from_ms
+from flowspark.shared.times import datetime_from_ms
 from flowspark.testing import TestingInput
 from flowspark.window import (
     EventClockConfig,
@@ -42,15 +42,11 @@ from tests.bytewax_pages import (
     extend_session,
     session_complete,
 )
+from tests.event_times import ALIGN, ALIGN_MS, at
 
-ALIGN = datetime(2022, 1, 1, tzinfo=UTC)
-A = aware_to_ms(ALIGN)  # ms of align_to
+A = ALIGN_MS  # ms of align_to
 SEC = 1_000
 NOW = 1_700_000_000_000  # an arbitrary system time for the batches
-
-
-def at(seconds: float) -> datetime:
-    return ALIGN + timedelta(seconds=seconds)
 
 
 def ev(seconds: float, label: str = "") -> tuple[float, str]:

@@ -6,7 +6,7 @@ micro-batch's system time.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from hypothesis import given
@@ -38,10 +38,8 @@ from flowspark.runtime.windowing import (
     build_windower,
     windower_types,
 )
-from flowspark.shared.times import aware_to_ms, datetime_from_ms
-
-ALIGN = datetime(2022, 1, 1, tzinfo=UTC)
-ALIGN_MS = aware_to_ms(ALIGN)
+from flowspark.shared.times import datetime_from_ms
+from tests.event_times import ALIGN, ALIGN_MS
 
 
 def event_clock(wait_s: float = 0) -> ClockLogic:

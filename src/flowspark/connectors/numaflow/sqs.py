@@ -25,16 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from flowspark.api.udf.source import (
-    AckRequest,
-    Message,
-    NackRequest,
-    Offset,
-    PartitionsResponse,
-    PendingResponse,
-    ReadRequest,
-    Sourcer,
-)
+from flowspark.api.udf import source
 
 __all__ = ["SqsConfig", "SqsSourcer"]
 
@@ -59,7 +50,7 @@ class SqsConfig:
     message_attribute_names: tuple[str, ...] = field(default=())
 
 
-class SqsSourcer(Sourcer):
+class SqsSourcer(source.Sourcer):
     """An SQS queue as a ``Sourcer`` (see the module doc); pickled without its client."""
 
     def __init__(self, config: SqsConfig) -> None:
@@ -87,19 +78,19 @@ class SqsSourcer(Sourcer):
         assert self._url is not None
         return self._client, self._url
 
-    async def read_handler(self, datum: ReadRequest, output: Any) -> None:
+    async def read_handler(self, datum: source.ReadRequest, output: Any) -> None:
         read = await asyncio.to_thread(self.receive, datum.num_records, datum.timeout_in_ms)
         for message in read:
             await output.put(message)
 
-    def receive(self, count: int, timeout_ms: int) -> list[Message]:
+    def receive(self, count: int, timeout_ms: int) -> list[source.Message]:
         """Up to ``count`` messages within about ``timeout_ms`` (at least one long poll
         of a second when the queue is empty, as Numaflow's source waits)."""
         client, url = self._queue()
         c = self.config
         deadline = time.monotonic() + timeout_ms / 1000
         per_call = min(_MAX_PER_CALL, c.max_messages or _MAX_PER_CALL)
-        messages: list[Message] = []
+        messages: list[source.Message] = []
         while len(messages) < count:
             remaining = deadline - time.monotonic()
             wait = 0 if messages else max(1, min(int(remaining), _MAX_WAIT_S))
@@ -118,7 +109,7 @@ class SqsSourcer(Sourcer):
                 break
         return messages
 
-    async def ack_handler(self, ack_request: AckRequest) -> None:
+    async def ack_handler(self, ack_request: source.AckRequest) -> None:
         handles = [o.offset.decode() for o in ack_request.offsets]
         await asyncio.to_thread(self.delete, handles)
 
@@ -140,11 +131,11 @@ class SqsSourcer(Sourcer):
                     failure.get("Message"),
                 )
 
-    async def nack_handler(self, nack_request: NackRequest) -> None:
+    async def nack_handler(self, nack_request: source.NackRequest) -> None:
         """Never called: a micro-batch commits or is replayed."""
 
-    async def pending_handler(self) -> PendingResponse:
-        return PendingResponse(count=await asyncio.to_thread(self.pending))
+    async def pending_handler(self) -> source.PendingResponse:
+        return source.PendingResponse(count=await asyncio.to_thread(self.pending))
 
     def pending(self) -> int:
         """SQS's ``ApproximateNumberOfMessages`` (-1 when it does not say)."""
@@ -155,20 +146,20 @@ class SqsSourcer(Sourcer):
         raw = attributes.get("ApproximateNumberOfMessages")
         return int(raw) if raw is not None else -1
 
-    async def active_partitions_handler(self) -> PartitionsResponse:
-        return PartitionsResponse(partitions=[0])
+    async def active_partitions_handler(self) -> source.PartitionsResponse:
+        return source.PartitionsResponse(partitions=[0])
 
 
-def _message(raw: dict[str, Any]) -> Message:
+def _message(raw: dict[str, Any]) -> source.Message:
     """An SQS message as Numaflow's SQS source makes it (see the module doc)."""
     attributes = {str(k): str(v) for k, v in raw.get("Attributes", {}).items()}
     sent = attributes.get("SentTimestamp")
     event_time = datetime.now(UTC)
     if sent is not None and sent.isdigit():
         event_time = datetime.fromtimestamp(int(sent) / 1000, UTC)
-    return Message(
+    return source.Message(
         payload=raw.get("Body", "").encode("utf-8"),
-        offset=Offset(raw["ReceiptHandle"].encode("utf-8"), partition_id=0),
+        offset=source.Offset(raw["ReceiptHandle"].encode("utf-8"), partition_id=0),
         event_time=event_time,
         keys=[raw.get("MessageId", "")],
         headers=attributes,
