@@ -12,9 +12,11 @@ sorted (as docs/bytewax-021.md says for a whole-input windowed run).
 from __future__ import annotations
 
 import csv
+import runpy
 from collections import Counter
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
+from flowspark.operators.windowing import WindowMetadata
 from tests.docs_blocks import ROOT
 
 SMOOTHIES = ROOT / "examples" / "sample_data" / "smoothie_order_l.csv"
@@ -54,3 +56,33 @@ def test_the_join_example_emits_the_four_sides_of_user_123_once(run_example):
     # (emit_mode="complete") emits once every side has a value.
     joined = ("123", ("Bumble", "bee@bytewax.com", "yellow", "buzz"))
     assert run_example("bytewax021_join.py") == [str(joined)]
+
+
+def test_the_custom_windower_example_counts_each_users_events_per_day(run_example):
+    # Worked out from the example's EVENTS and its rules: per user, the watermark is the
+    # latest time seen less six hours; an event before it is late, the others count in
+    # their UTC day, and a day is reported once the watermark passes its end (all of
+    # them at the end of the input).
+    namespace = runpy.run_path(str(ROOT / "examples" / "bytewax021_custom_windower.py"))
+    events, delay = namespace["EVENTS"], timedelta(hours=6)
+    latest: dict[str, datetime] = {}
+    counts: Counter[tuple[str, int]] = Counter()
+    late = []
+    for user, ts in events:
+        latest[user] = max(latest.get(user, ts), ts)
+        if ts < latest[user] - delay:
+            late.append((user, (ts.date().toordinal(), (user, ts))))
+        else:
+            counts[(user, ts.date().toordinal())] += 1
+    assert len(late) == 1 and sum(counts.values()) == len(events) - 1
+
+    def day(day_id: int) -> WindowMetadata:
+        start = datetime.combine(date.fromordinal(day_id), time(), tzinfo=UTC)
+        return WindowMetadata(start, start + timedelta(days=1))
+
+    expected = (
+        [f"custom_windower.daily_down: {(u, (d, n))!r}" for (u, d), n in counts.items()]
+        + [f"custom_windower.daily_late: {item!r}" for item in late]
+        + [f"custom_windower.daily_meta: {(u, (d, day(d)))!r}" for u, d in counts]
+    )
+    assert sorted(run_example("bytewax021_custom_windower.py")) == sorted(expected)

@@ -29,13 +29,7 @@ from flowspark.api.udf.checks import check_datum_functions, check_route
 from flowspark.api.udf.handlers import BatchMapper, Mapper, Reducer
 from flowspark.api.udf.servers import NumaflowServer, derives_from, handler_factory
 from flowspark.api.window import ClockConfig, SlidingWindow, TumblingWindow, WindowConfig
-from flowspark.api.windowing import (
-    EventClock,
-    SessionWindower,
-    SlidingWindower,
-    SystemClock,
-    TumblingWindower,
-)
+from flowspark.api.windowing import check_window_configs
 
 __all__ = ["Dataflow", "Stream", "WindowLogicStream", "WindowStream"]
 
@@ -218,16 +212,7 @@ class Stream(Generic[X_co]):
         values in time order. The 0.21 operators (:mod:`flowspark.operators.windowing`)
         return these streams as ``WindowOut``.
         """
-        if not isinstance(clock, SystemClock | EventClock):  # a Clock of your own: not yet
-            raise TypeError(
-                f"window {step_id!r}: clock must be SystemClock or EventClock; "
-                f"got {type(clock).__name__}"
-            )
-        if not isinstance(windower, TumblingWindower | SlidingWindower | SessionWindower):
-            raise TypeError(
-                f"window {step_id!r}: windower must be TumblingWindower, SlidingWindower or "
-                f"SessionWindower; got {type(windower).__name__}"
-            )
+        check_window_configs(step_id, clock, windower)
         _check_callable("window", "builder", builder)
         args = {"clock": clock, "windower": windower, "ordered": bool(ordered)}
         step = self._flow._add_step("window", step_id, self._ports, {"builder": builder}, args)

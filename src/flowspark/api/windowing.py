@@ -19,18 +19,21 @@ ValueError: sliding window `offset` can't be longer than `length`; there would b
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from flowspark.api.window import UTC_MAX, UTC_MIN
 
 __all__ = [
     "Clock",
+    "ClockLogic",
     "SystemClock",
     "EventClock",
     "Windower",
+    "WindowerLogic",
     "TumblingWindower",
     "SlidingWindower",
     "SessionWindower",
@@ -41,7 +44,13 @@ __all__ = [
     "UTC_MIN",
     "system_utc",
     "same_time",
+    "BUILTIN_CLOCKS",
+    "BUILTIN_WINDOWERS",
+    "check_window_configs",
 ]
+
+V = TypeVar("V")
+S = TypeVar("S")
 
 ZERO_TD = timedelta(0)
 """A zero length of time."""
@@ -64,12 +73,107 @@ def same_time(timestamp: datetime) -> datetime | None:
     return timestamp
 
 
+class ClockLogic(ABC, Generic[V, S]):
+    """A user-defined clock's logic for one key (bytewax 0.21's interface): built by
+    :meth:`Clock.build` from its last :meth:`snapshot` whenever the key has work.
+
+    Per batch of the key's values: ``before_batch()``, then ``on_item(value)`` for
+    each, giving ``(item time, watermark)``; an item before the watermark is late.
+    ``on_notify()`` is the watermark when the key wakes with no values,
+    ``on_eof()`` at the end of the input. ``to_system_utc(t)`` is the system
+    time at which the watermark reaches ``t`` (``None``: never), to wake at.
+    Watermarks never go back. Times are aware datetimes, taken to the millisecond.
+    """
+
+    @abstractmethod
+    def before_batch(self) -> None:
+        """A batch of the key's values is about to come."""
+
+    @abstractmethod
+    def on_item(self, value: V) -> tuple[datetime, datetime]:
+        """``value``'s time and the watermark after it."""
+
+    @abstractmethod
+    def on_notify(self) -> datetime:
+        """The watermark now (the key woke with no values)."""
+
+    @abstractmethod
+    def on_eof(self) -> datetime:
+        """The watermark at the end of the input (usually :data:`UTC_MAX`)."""
+
+    @abstractmethod
+    def to_system_utc(self, timestamp: datetime) -> datetime | None:
+        """The system time at which the watermark passes ``timestamp``."""
+
+    @abstractmethod
+    def snapshot(self) -> S:
+        """A picklable state :meth:`Clock.build` resumes from."""
+
+
 class Clock:
-    """Base of bytewax 0.21's clocks: what time an item has and where the watermark is."""
+    """Base of bytewax 0.21's clocks: what time an item has and where the watermark is.
+
+    :class:`SystemClock` and :class:`EventClock` run natively. A clock of your own
+    subclasses this and :meth:`build` s its :class:`ClockLogic`.
+    """
+
+    def build(self, resume_state: Any | None) -> ClockLogic[Any, Any]:
+        """The clock's logic for one key, from its last snapshot (``None``: new)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement build(resume_state)")
+
+
+class WindowerLogic(ABC, Generic[S]):
+    """A user-defined windower's logic for one key (bytewax 0.21's interface): built
+    by :meth:`Windower.build` from its last :meth:`snapshot` whenever the key has work.
+
+    ``open_for(t)`` gives the ids of the windows an on-time item at ``t`` goes to
+    (opening them), ``late_for(t)`` those a late one missed; ``merged()`` the
+    ``(original, target)`` id pairs merged since it was last asked;
+    ``close_for(watermark)`` the ``(id, WindowMetadata)`` of the windows the
+    watermark closes (forgetting them); ``notify_at()`` the next watermark that
+    closes one (``None``: none open). ``is_empty()`` says the key can be forgotten.
+    """
+
+    @abstractmethod
+    def open_for(self, timestamp: datetime) -> Iterable[int]:
+        """The windows an on-time item at ``timestamp`` belongs to."""
+
+    @abstractmethod
+    def late_for(self, timestamp: datetime) -> Iterable[int]:
+        """The windows a late item at ``timestamp`` would have belonged to."""
+
+    @abstractmethod
+    def merged(self) -> Iterable[tuple[int, int]]:
+        """``(original id, target id)`` of the windows merged since the last call."""
+
+    @abstractmethod
+    def close_for(self, watermark: datetime) -> Iterable[tuple[int, WindowMetadata]]:
+        """The windows ``watermark`` closes, with their metadata."""
+
+    @abstractmethod
+    def notify_at(self) -> datetime | None:
+        """The watermark at which a window will close next."""
+
+    @abstractmethod
+    def is_empty(self) -> bool:
+        """No window is open and none needs to be remembered."""
+
+    @abstractmethod
+    def snapshot(self) -> S:
+        """A picklable state :meth:`Windower.build` resumes from."""
 
 
 class Windower:
-    """Base of bytewax 0.21's windowers: which windows an item belongs to."""
+    """Base of bytewax 0.21's windowers: which windows an item belongs to.
+
+    :class:`TumblingWindower`, :class:`SlidingWindower` and :class:`SessionWindower`
+    run natively. A windower of your own subclasses this and :meth:`build` s its
+    :class:`WindowerLogic`.
+    """
+
+    def build(self, resume_state: Any | None) -> WindowerLogic[Any]:
+        """The windower's logic for one key, from its last snapshot (``None``: new)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement build(resume_state)")
 
 
 @dataclass(frozen=True)
@@ -163,6 +267,35 @@ class SessionWindower(Windower):
             raise TypeError(f"gap must be a datetime.timedelta; got {type(self.gap).__name__}")
         if self.gap < ZERO_TD:
             raise ValueError("session window `gap` must not be negative")
+
+
+BUILTIN_CLOCKS = (SystemClock, EventClock)
+"""The clocks flowspark runs natively (any other :class:`Clock` builds its logic)."""
+BUILTIN_WINDOWERS = (TumblingWindower, SlidingWindower, SessionWindower)
+"""The windowers flowspark runs natively (any other :class:`Windower` builds its logic)."""
+
+
+def check_window_configs(step_id: str, clock: Any, windower: Any) -> None:
+    """Refuse, when the flow is built, a clock or windower that is neither a built-in
+    one nor a subclass with its own ``build``."""
+    checks = (
+        ("clock", clock, Clock, BUILTIN_CLOCKS),
+        ("windower", windower, Windower, BUILTIN_WINDOWERS),
+    )
+    for what, config, base, builtins in checks:
+        if isinstance(config, builtins):
+            continue
+        if not isinstance(config, base):
+            names = ", ".join(b.__name__ for b in builtins)
+            raise TypeError(
+                f"window {step_id!r}: {what} must be one of {names}, or a {base.__name__} "
+                f"subclass with a build(resume_state); got {type(config).__name__}"
+            )
+        if type(config).build is base.build:
+            raise TypeError(
+                f"window {step_id!r}: {type(config).__name__} must implement "
+                f"build(resume_state), which gives its {base.__name__}Logic"
+            )
 
 
 @dataclass

@@ -32,9 +32,11 @@ from flowspark.api import windowing as w021
 from flowspark.api.window import EventClockConfig, SystemClockConfig
 from flowspark.runtime.errors import step_failure
 from flowspark.runtime.keyed import KeyedCall, KeyedLogic, Outcome
+from flowspark.runtime.window_user import UserClockCall, UserWindowerIds, is_user_defined
 from flowspark.runtime.windowing import (
     EOF_MS,
     MAX_MS,
+    MIN_MS,
     ClockLogic,
     SlidingWindower,
     WindowBounds,
@@ -52,8 +54,11 @@ class _SlidingIds:
     def __init__(self, length: int, offset: int, align: int) -> None:
         self.grid = SlidingWindower(length, offset, align)
 
-    def fresh(self) -> Any:
-        return {}
+    def load(self, state: Any, key: str) -> Any:
+        return {} if state is None else state
+
+    def save(self, opened: Any) -> Any:
+        return opened
 
     def ids(self, t: int) -> list[int]:
         grid = self.grid
@@ -68,7 +73,7 @@ class _SlidingIds:
                 opened[wid] = (start, start + grid.length)
         return ids
 
-    def late_for(self, t: int) -> list[int]:
+    def late_for(self, opened: Any, t: int) -> list[int]:
         return self.ids(t)
 
     def merged(self, opened: Any) -> list[tuple[int, int]]:
@@ -97,8 +102,11 @@ class _SessionIds:
     def __init__(self, gap: int) -> None:
         self.gap = gap
 
-    def fresh(self) -> Any:
-        return [w021.LATE_SESSION_ID, {}, []]
+    def load(self, state: Any, key: str) -> Any:
+        return [w021.LATE_SESSION_ID, {}, []] if state is None else state
+
+    def save(self, state: Any) -> Any:
+        return state
 
     def open_for(self, state: list[Any], t: int) -> list[int]:
         gap, sessions = self.gap, state[1]
@@ -133,7 +141,7 @@ class _SessionIds:
             else:
                 last_id, last = this_id, this
 
-    def late_for(self, t: int) -> list[int]:
+    def late_for(self, state: Any, t: int) -> list[int]:
         return [w021.LATE_SESSION_ID]
 
     def merged(self, state: list[Any]) -> list[tuple[int, int]]:
@@ -155,8 +163,11 @@ class _SessionIds:
         return False  # ids keep counting: a reused id would confuse a downstream join
 
 
-def _window_ids(windower: Any) -> _SlidingIds | _SessionIds:
-    """The id-keeping logic of a bytewax 0.21 windower config."""
+def _window_ids(step_id: str, windower: Any) -> _SlidingIds | _SessionIds | UserWindowerIds:
+    """The id-keeping logic of a bytewax 0.21 windower (a built-in config or the user's
+    own :class:`~flowspark.api.windowing.Windower`)."""
+    if is_user_defined(windower, w021.Windower, w021.BUILTIN_WINDOWERS):
+        return UserWindowerIds(step_id, windower)
     if isinstance(windower, w021.TumblingWindower):
         length = duration_ms(windower.length)
         return _SlidingIds(length, length, aware_to_ms(windower.align_to))
@@ -169,9 +180,59 @@ def _window_ids(windower: Any) -> _SlidingIds | _SessionIds:
     if isinstance(windower, w021.SessionWindower):
         return _SessionIds(duration_ms(windower.gap))
     raise TypeError(
-        "windower must be TumblingWindower, SlidingWindower or SessionWindower; "
-        f"got {type(windower).__name__}"
+        "windower must be TumblingWindower, SlidingWindower, SessionWindower or a "
+        f"Windower subclass; got {type(windower).__name__}"
     )
+
+
+class _BuiltinClockCall:
+    """A built-in clock (:class:`ClockLogic`, ms) for one call of one key at system
+    time ``now``: the interface :class:`UserClockCall` gives a user's clock."""
+
+    __slots__ = ("run", "clock_state", "now", "key")
+
+    def __init__(self, run: WindowRun, clock_state: Any, now: int, key: str) -> None:
+        self.run, self.clock_state, self.now, self.key = run, clock_state, now, key
+
+    def on_item(self, value: Any) -> tuple[int, int]:
+        clock = self.run.clock
+        assert clock is not None  # a built-in clock's call
+        try:
+            t, self.clock_state = clock.time_for(self.clock_state, value, self.now)
+        except Exception as exc:
+            raise step_failure(self.run.step_id, clock.getter, (self.key, value), exc) from None
+        return t, clock.watermark(self.clock_state, self.now)
+
+    def on_notify(self) -> int:
+        assert self.run.clock is not None
+        return self.run.clock.watermark(self.clock_state, self.now)
+
+    def on_eof(self) -> int:
+        return MAX_MS
+
+    def state(self) -> Any:
+        return self.clock_state
+
+    def wake(self, needed: int) -> int:
+        """The system time at which the watermark passes ``needed``."""
+        run, clock = self.run, self.run.clock
+        assert clock is not None
+        if run.to_system is not None or run.now_getter is not None:
+            # The user's sense of system time: bytewax's rule, to_system_utc(close).
+            convert = run.to_system or w021.same_time
+            try:
+                at = convert(datetime_from_ms(needed))
+                wake = EOF_MS if at is None else aware_to_ms(at)
+            except Exception as exc:
+                raise step_failure(run.step_id, convert, None, exc) from None
+        elif clock.system:
+            wake = needed
+        elif self.clock_state is None:
+            return EOF_MS
+        else:
+            max_event, seen_at = self.clock_state
+            wake = seen_at + max(0, needed - (max_event - clock.wait))
+        return min(wake, EOF_MS)
 
 
 class WindowRun(KeyedLogic):
@@ -200,22 +261,35 @@ class WindowRun(KeyedLogic):
         self, step_id: str, clock: Any, windower: Any, builder: Callable, ordered: bool
     ) -> None:
         self.step_id, self.builder, self.ordered = step_id, builder, ordered
-        self.ids = _window_ids(windower)
-        if isinstance(clock, w021.EventClock):
+        self.ids = _window_ids(step_id, windower)
+        # A clock of the user's own (built per call from its snapshot), else the built-in's logic.
+        self.user_clock: w021.Clock | None = None
+        self.clock: ClockLogic | None = None
+        self.now_getter: Callable[[], Any] | None = None
+        self.to_system: Callable[[Any], Any] | None = None
+        if is_user_defined(clock, w021.Clock, w021.BUILTIN_CLOCKS):
+            self.user_clock = clock
+        elif isinstance(clock, w021.EventClock):
             self.clock = ClockLogic(EventClockConfig(clock.ts_getter))
             self.clock.wait = duration_ms(clock.wait_for_system_duration)  # bytewax: any sign
             self.now_getter = None if clock.now_getter is w021.system_utc else clock.now_getter
             self.to_system = None if clock.to_system_utc is w021.same_time else clock.to_system_utc
         elif isinstance(clock, w021.SystemClock):
             self.clock = ClockLogic(SystemClockConfig())
-            self.now_getter = self.to_system = None
         else:
-            raise TypeError(f"clock must be SystemClock or EventClock; got {type(clock).__name__}")
+            raise TypeError(
+                "clock must be SystemClock, EventClock or a Clock subclass; "
+                f"got {type(clock).__name__}"
+            )
         # A plain fold (``builder.fold_fns``: its logic's snapshot is the accumulator)
         # taking values as they come, over grid windows on an event clock: one pass
         # with the accumulators as the snapshots (:meth:`_run_fold`).
         fold_fns = getattr(builder, "fold_fns", None)
-        grid = isinstance(self.ids, _SlidingIds) and self.clock.getter is not None
+        grid = (
+            isinstance(self.ids, _SlidingIds)
+            and self.clock is not None
+            and self.clock.getter is not None
+        )
         self.fold_fns: tuple[Callable, Callable] | None = (
             fold_fns if fold_fns is not None and grid and not ordered else None
         )
@@ -244,7 +318,8 @@ class WindowRun(KeyedLogic):
         # or at the wall clock (system clock); then the end of the input.
         state = call.state
         now = call.now
-        if not self.clock.system and state is not None and state[0] is not None:
+        event_clock = self.clock is not None and not self.clock.system
+        if event_clock and state is not None and state[0] is not None:
             now = state[0][1]
         return self._run(call.key, state, call.values, self._now(now), True)
 
@@ -258,35 +333,39 @@ class WindowRun(KeyedLogic):
     def _run(self, key: str, state: Any, values: Sequence[Any], now: int, at_end: bool) -> Outcome:
         if self.fold_fns is not None:
             return self._run_fold(key, state, values, now, at_end)
-        clock, ids = self.clock, self.ids
+        ids = self.ids
         if state is None:
-            clock_state, win_state, snapshots, queue = None, ids.fresh(), {}, []
+            clock_state, win_state, snapshots, queue = None, None, {}, []
         else:
             clock_state, win_state, snapshots, queue = state
+        clock: _BuiltinClockCall | UserClockCall
+        if self.user_clock is not None:
+            clock = UserClockCall(self.step_id, self.user_clock, clock_state, key, bool(values))
+        else:
+            clock = _BuiltinClockCall(self, clock_state, now, key)
+        win = ids.load(win_state, key)
         late: list[Any] = []
-        wm = clock.watermark(clock_state, now) if not at_end or values else MAX_MS
+        wm = MIN_MS
         for v in values:
-            try:
-                t, clock_state = clock.time_for(clock_state, v, now)
-            except Exception as exc:
-                raise step_failure(self.step_id, clock.getter, (key, v), exc) from None
-            wm = clock.watermark(clock_state, now)
+            t, wm = clock.on_item(v)
             if t < wm:
-                late.extend((key, (wid, v)) for wid in ids.late_for(t))
+                late.extend((key, (wid, v)) for wid in ids.late_for(win, t))
             else:
                 queue.append((v, t))
         if at_end:
-            wm = MAX_MS
+            wm = clock.on_eof()
+        elif not values:
+            wm = clock.on_notify()
         emitted: list[Any] = []
         meta: list[Any] = []
         logics: dict[int, Any] = {}
-        queue = self._flush(key, wm, win_state, snapshots, logics, queue, emitted, meta)
+        queue = self._flush(key, wm, win, snapshots, logics, queue, emitted, meta)
         for wid, logic in logics.items():
             snapshots[wid] = self._method(key, logic, "snapshot")
-        if not snapshots and not queue and ids.is_empty(win_state):
+        if not snapshots and not queue and ids.is_empty(win):
             return Outcome(None, emitted, late, meta=meta)
-        state = (clock_state, win_state, snapshots, queue)
-        wake = None if at_end else self._wake(clock_state, win_state, queue)
+        state = (clock.state(), ids.save(win), snapshots, queue)
+        wake = None if at_end else self._wake(clock, win, queue)
         return Outcome(state, emitted, late, wake, meta)
 
     def _run_fold(
@@ -302,6 +381,7 @@ class WindowRun(KeyedLogic):
         else:
             clock_state, opened, accs, queue = state
         clock, grid = self.clock, self.ids.grid
+        assert clock is not None  # a built-in event clock (self.fold_fns)
         wait = clock.wait
         length, offset, align = grid.length, grid.offset, grid.align
         tumbling = offset == length
@@ -346,7 +426,8 @@ class WindowRun(KeyedLogic):
         if not accs and not queue and not opened:
             return Outcome(None, emitted, late, meta=meta)
         state = (clock_state, opened, accs, queue)
-        wake = None if at_end else self._wake(clock_state, opened, queue)
+        clock_call = _BuiltinClockCall(self, clock_state, now, key)
+        wake = None if at_end else self._wake(clock_call, opened, queue)
         return Outcome(state, emitted, late, wake, meta)
 
     def _flush(
@@ -406,28 +487,13 @@ class WindowRun(KeyedLogic):
             item = (key, args[0]) if args else key
             raise step_failure(self.step_id, getattr(logic, "__wrapped__", fn), item, exc) from None
 
-    def _wake(self, clock_state: Any, win_state: Any, queue: list[tuple[Any, int]]) -> int:
+    def _wake(
+        self, clock: _BuiltinClockCall | UserClockCall, win: Any, queue: list[tuple[Any, int]]
+    ) -> int:
         """When to be called next: once the watermark closes a window or makes a
         queued value due, as a system time; at the latest the end of the input."""
-        needed = self.ids.closes_at(win_state)
+        needed = self.ids.closes_at(win)
         if self.ordered and queue:
             first = min(t for _, t in queue)
             needed = first if needed is None else min(needed, first)
-        if needed is None:
-            return EOF_MS
-        if self.to_system is not None or self.now_getter is not None:
-            # The user's sense of system time: bytewax's rule, to_system_utc(close).
-            convert = self.to_system or w021.same_time
-            try:
-                at = convert(datetime_from_ms(needed))
-                wake = EOF_MS if at is None else aware_to_ms(at)
-            except Exception as exc:
-                raise step_failure(self.step_id, convert, None, exc) from None
-        elif self.clock.system:
-            wake = needed
-        elif clock_state is None:
-            return EOF_MS
-        else:
-            max_event, seen_at = clock_state
-            wake = seen_at + max(0, needed - (max_event - self.clock.wait))
-        return min(wake, EOF_MS)
+        return EOF_MS if needed is None else clock.wake(needed)
