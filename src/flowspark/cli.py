@@ -32,6 +32,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, NoReturn
 
+from flowspark.cli_scaling import add_bytewax_flags, check_bytewax_flags, scaled_run
 from flowspark.connectors.stdio import silence_stdout, stdout_closed
 from flowspark.dataflow import Dataflow
 from flowspark.runtime.errors import WORKER_TRACEBACK, StepError
@@ -287,6 +288,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="show Spark's own log on stderr, and the whole traceback of an error",
     )
+    add_bytewax_flags(p)
     watch = p.add_argument_group("watching a run (all on stderr or the network, never stdout)")
     watch.add_argument(
         "--progress",
@@ -552,6 +554,10 @@ def _report_step_error(exc: BaseException, verbose: bool) -> None:
 
 def _load(args: argparse.Namespace) -> Any:
     _check_watching(args)
+    try:
+        check_bytewax_flags(args)
+    except ValueError as exc:
+        raise LoadError(str(exc)) from None
     _check_parallelism(args)
     return load_flow(
         args.import_str,
@@ -648,9 +654,12 @@ def main(argv: list[str] | None = None) -> int:
     from flowspark.engine.query import run_flow  # noqa: PLC0415 engine: only to run a flow
 
     try:
-        if args.ui:
-            _show_ui(args)
-        report = run_flow(flow, _run_config(args))
+        with scaled_run(args) as runs_here:  # -a: this process's part of a cluster
+            if not runs_here:
+                return 0
+            if args.ui:
+                _show_ui(args)
+            report = run_flow(flow, _run_config(args))
     except KeyboardInterrupt:
         print("flowspark: stopped (Ctrl-C)", file=sys.stderr)
         return EXIT_INTERRUPTED

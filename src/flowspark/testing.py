@@ -2,8 +2,8 @@
 
 bytewax 0.17's ``TestingInput``/``TestingOutput`` and bytewax 0.21's
 ``TestingSource``/``TestingSink`` (see :mod:`flowspark.connectors.testing_sources`);
-``run_main`` runs a flow built with either API, ``cluster_main`` a cluster of one
-process. bytewax 0.21's helpers for unit tests of parts: ``TimeTestingGetter``,
+``run_main`` runs a flow built with either API, ``cluster_main`` one process of a
+cluster of them. bytewax 0.21's helpers for unit tests of parts: ``TimeTestingGetter``,
 ``ffwd_iter`` and ``poll_next_batch``.
 
 >>> from flowspark.dataflow import Dataflow
@@ -71,6 +71,7 @@ def _run(
     recovery_config: RecoveryConfig | None,
     master: str | None = None,
     parallelism: int | None = None,
+    recovery_shared: bool = False,
 ) -> None:
     """Run ``flow`` until every input has ended: what :func:`run_main` and
     :func:`cluster_main` share."""
@@ -86,6 +87,7 @@ def _run(
             epoch_interval=epoch_interval,
             master=master,
             parallelism=parallelism,
+            recovery_shared=recovery_shared,
             release_planning_workers=True,
         ),
     )
@@ -100,35 +102,51 @@ def cluster_main(
     recovery_config: RecoveryConfig | None = None,
     worker_count_per_proc: int = 1,
 ) -> None:
-    """bytewax's ``cluster_main`` for a cluster of this one process: ``addresses``
-    empty or this process's own, ``proc_id`` 0. The flow runs as with
+    """bytewax's ``cluster_main``: this process's part of a cluster of
+    ``len(addresses)`` processes (``"host:port"`` each) running ``flow`` together;
+    returns in every process when the run is over.
+
+    On Spark the processes make a standalone cluster: process 0 starts its master on
+    ``addresses[0]`` and a worker with ``worker_count_per_proc`` cores, waits for the
+    others, runs the flow as its driver (on ``worker_count_per_proc`` times the
+    processes' count of partitions) and stops the cluster at the end; process ``i``
+    starts a worker with as many cores on ``addresses[i]`` and serves until then. So
+    the flow's outputs are written from process 0, and a failure is raised there.
+    The machines share the inputs' and the recovery directory's paths, as for any
+    Spark cluster. No address, or only this one: the flow runs as with
     :func:`run_main`, on ``worker_count_per_proc`` partitions.
 
-    A cluster of several processes is Spark's to make: start one (``python -m
-    flowspark.cluster start``) and run the flow once against its master (``run_main(flow,
-    master=...)`` or ``python -m flowspark.run --master``); more than one address is
-    refused, before anything runs.
-
     >>> try:
-    ...     cluster_main(Dataflow("two"), ["a:1", "b:2"], 0)
+    ...     cluster_main(Dataflow("two"), ["a:1", "b"], 0)
     ... except ValueError as error:
-    ...     print(str(error)[:72])
-    cluster_main: flowspark runs a flow once, on Spark, not as one process o
+    ...     print(error)
+    cluster_main: an address is host:port; got 'b'
     """
-    if len(addresses) > 1:
-        raise ValueError(
-            "cluster_main: flowspark runs a flow once, on Spark, not as one process of "
-            f"several ({len(addresses)} addresses given); start a Spark cluster (python -m "
-            "flowspark.cluster start) and run the flow against its master"
-        )
-    if proc_id != 0:
-        raise ValueError(f"cluster_main: proc_id must be 0 in a cluster of one; got {proc_id!r}")
+    from flowspark.engine import cluster  # noqa: PLC0415 engine: only to run a flow
+
     if not isinstance(worker_count_per_proc, int) or worker_count_per_proc < 1:
         raise ValueError(
             "cluster_main: worker_count_per_proc must be an int >= 1; "
             f"got {worker_count_per_proc!r}"
         )
-    _run(flow, epoch_interval, recovery_config, parallelism=worker_count_per_proc)
+    if not isinstance(proc_id, int) or not 0 <= proc_id < max(1, len(addresses)):
+        raise ValueError(
+            f"cluster_main: proc_id must be in 0..{max(1, len(addresses)) - 1} for "
+            f"{len(addresses)} address(es); got {proc_id!r}"
+        )
+    for address in addresses:
+        try:
+            cluster.host_port(address)
+        except ValueError as error:
+            raise ValueError(f"cluster_main: {error}") from None
+    if len(addresses) <= 1:
+        _run(flow, epoch_interval, recovery_config, parallelism=worker_count_per_proc)
+    elif proc_id > 0:
+        cluster.serve_cluster_process(addresses, proc_id, worker_count_per_proc)
+    else:
+        with cluster.cluster_of_processes(addresses, worker_count_per_proc) as master:
+            parallelism = worker_count_per_proc * len(addresses)
+            _run(flow, epoch_interval, recovery_config, master, parallelism, recovery_shared=True)
 
 
 @dataclass

@@ -191,6 +191,28 @@ CASES = [
         ["good.py", "--progress-json", "no/dir/p.jsonl"],
         "--progress-json: no such directory",
     ),
+    ("-i without -a", ["good.py", "-i", "1"], "-i/--process-id needs -a/--addresses"),
+    (
+        "-a with a bad address",
+        ["good.py", "-a", "127.0.0.1:2101;nowhere", "-i", "0"],
+        "an address is host:port; got 'nowhere'",
+    ),
+    (
+        "-i outside -a",
+        ["good.py", "-a", "127.0.0.1:2101;127.0.0.1:2102", "-i", "2"],
+        "-i/--process-id must be in 0..1; got 2",
+    ),
+    (
+        "-a with --master",
+        ["good.py", "-a", "127.0.0.1:2101", "-i", "0", "--master", "local[2]"],
+        "-a/--addresses makes its own cluster",
+    ),
+    (
+        "-w against --parallelism",
+        ["good.py", "-w", "2", "--parallelism", "3"],
+        "-w and --parallelism say different things",
+    ),
+    ("-w 0", ["good.py", "-w", "0"], "argument -w/--workers-per-process"),
     ("unknown flag", ["good.py", "--frobnicate"], "unrecognized arguments: --frobnicate"),
     ("no target", [], "the following arguments are required: IMPORT_STR"),
 ]

@@ -1,6 +1,7 @@
 """bytewax 0.21's testing helpers without Spark: ``TimeTestingGetter`` (with
 ``TTLCache``, as bytewax's own tests use it), ``ffwd_iter``, ``poll_next_batch`` and
-what ``cluster_main`` refuses before anything runs (a run: tests/spark/test_operators021.py)."""
+what ``cluster_main`` refuses before anything runs (runs: tests/spark/test_operators021.py,
+tests/recovery/test_cluster_main.py)."""
 
 from __future__ import annotations
 
@@ -56,8 +57,10 @@ def test_poll_next_batch_gives_up_after_its_timeout():
 @pytest.mark.parametrize(
     ("addresses", "proc_id", "workers", "message"),
     [
-        (["a:1", "b:2"], 0, 1, "not as one process of several (2 addresses given)"),
-        (["a:1"], 1, 1, "proc_id must be 0 in a cluster of one; got 1"),
+        (["a:1", "b:2"], 2, 1, "proc_id must be in 0..1 for 2 address(es); got 2"),
+        (["a:1"], 1, 1, "proc_id must be in 0..0 for 1 address(es); got 1"),
+        (["a:1", "b"], 1, 1, "an address is host:port; got 'b'"),
+        (["a:1", "b:70000"], 0, 1, "an address is host:port; got 'b:70000'"),
         ([], 0, 0, "worker_count_per_proc must be an int >= 1; got 0"),
     ],
 )

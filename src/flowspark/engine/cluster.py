@@ -21,10 +21,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from dataclasses import asdict, dataclass, field
@@ -40,8 +42,11 @@ __all__ = [
     "ConnectInfo",
     "start_connect_server",
     "stop_connect_server",
+    "cluster_of_processes",
     "cluster_status",
     "default_dir",
+    "host_port",
+    "serve_cluster_process",
     "start_cluster",
     "start_worker",
     "stop_cluster",
@@ -177,24 +182,117 @@ def start_worker(
     memory: str = "1g",
     host: str = "127.0.0.1",
     wrapper: tuple[str, ...] = (),
+    port: int = 0,
 ) -> subprocess.Popen:
     """Start one more worker of ``cluster`` (work directory and log named by
-    ``index`` in the cluster's directory); ``wrapper`` is a command prefix it runs
-    under (e.g. one that gives it a mount namespace of its own). Its process group
-    holds everything it starts (executors, their Python workers)."""
+    ``index`` in the cluster's directory) on ``host:port`` (0: any port);
+    ``wrapper`` is a command prefix it runs under (e.g. one that gives it a mount
+    namespace of its own). Its process group holds everything it starts
+    (executors, their Python workers)."""
     directory = Path(cluster.directory)
     work = directory / f"worker-{index}"
     work.mkdir(parents=True, exist_ok=True)
     return _launch(
-        [WORKER_CLASS, cluster.master_url, "--host", host, "--cores", str(cores),
-         "--memory", memory, "--work-dir", str(work), "--webui-port", "0"],
+        [WORKER_CLASS, cluster.master_url, "--host", host, "--port", str(port),
+         "--cores", str(cores), "--memory", memory, "--work-dir", str(work),
+         "--webui-port", "0"],
         directory / f"worker-{index}.log",
         _env(),
         wrapper,
     )  # fmt: skip
 
 
-def _wait(ready: Any, proc: subprocess.Popen, log: Path, timeout: float, what: str) -> None:
+# -- bytewax's cluster_main over several processes -----------------------------------
+
+
+def host_port(address: str) -> tuple[str, int]:
+    """``"host:port"`` as ``(host, port)``; ``ValueError`` for anything else.
+
+    >>> host_port("127.0.0.1:2101")
+    ('127.0.0.1', 2101)
+    """
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"an address is host:port; got {address!r}")
+    return host, int(port)
+
+
+def _free_port(host: str) -> int:
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
+@contextlib.contextmanager
+def cluster_of_processes(addresses: list[str], cores: int, timeout: float = 180.0) -> Any:
+    """Process 0's part of ``cluster_main``: a master on ``addresses[0]`` and a worker
+    of ``cores`` cores, then a wait until every other process's worker has joined;
+    yields the master's URL. The cluster stops when the block ends, which tells the
+    other processes the run is over."""
+    host, port = host_port(addresses[0])
+    directory = Path(tempfile.mkdtemp(prefix="flowspark-cluster-main-"))
+    info = start_cluster(1, cores, "1g", host, port, _free_port(host), directory, timeout)
+    try:
+        master_log = directory / "master.log"
+        master = _Pid(info.master_pid)
+        needed = len(addresses)
+
+        def joined() -> bool:
+            state = cluster_status(directory) or {}
+            return sum(w["state"] == "ALIVE" for w in state.get("workers", [])) >= needed
+
+        _wait(joined, master, master_log, timeout, f"the workers of {needed} processes to join")
+        yield info.master_url
+    finally:
+        stop_cluster(directory)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def serve_cluster_process(
+    addresses: list[str], proc_id: int, cores: int, timeout: float = 180.0
+) -> None:
+    """Process ``proc_id``'s part of ``cluster_main`` (not 0): a worker of ``cores``
+    cores on ``addresses[proc_id]`` for process 0's master, until that master
+    stops (the run is over)."""
+    master_host, master_port = host_port(addresses[0])
+    host, port = host_port(addresses[proc_id])
+    deadline = time.monotonic() + timeout
+    while not _listening(master_host, master_port):
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"cluster_main: process 0's master at {addresses[0]} did not come up in "
+                f"{timeout:.0f} s"
+            )
+        time.sleep(0.2)
+    directory = Path(tempfile.mkdtemp(prefix="flowspark-cluster-main-"))
+    cluster = ClusterInfo(f"spark://{master_host}:{master_port}", "", 0, [], str(directory))
+    worker = start_worker(cluster, proc_id, cores, host=host, port=port)
+    try:
+        while _listening(master_host, master_port):
+            if worker.poll() is not None:
+                log = directory / f"worker-{proc_id}.log"
+                tail = log.read_text(errors="replace").splitlines()[-15:] if log.exists() else []
+                raise RuntimeError(
+                    f"cluster_main: this process's Spark worker exited (see {log}):\n"
+                    + "\n".join(tail)
+                )
+            time.sleep(0.5)
+    finally:
+        _terminate([worker.pid])
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+class _Pid:
+    """A process that another started, as much of ``Popen`` as :func:`_wait` needs."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def poll(self) -> int | None:
+        return None if pid_alive(self.pid) else 0
+
+
+def _wait(ready: Any, proc: Any, log: Path, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not ready():
         if proc.poll() is not None or time.monotonic() > deadline:

@@ -1,0 +1,116 @@
+"""bytewax's ``cluster_main`` over two processes, as bytewax users start one per machine:
+process 1 starts first and waits for process 0's master; process 0 runs the flow on
+the Spark cluster the two make, prints its output, and both return when it is over.
+Each process here is a fresh interpreter started the way a user's script would be."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.http_clients import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+FLOW = """
+import os
+import sys
+
+import flowspark.operators as op
+from flowspark.connectors.stdio import StdOutSink
+from flowspark.dataflow import Dataflow
+from flowspark.testing import TestingSource, cluster_main
+
+flow = Dataflow("cluster_main")
+numbers = op.input("inp", flow, TestingSource(range(1000)))
+keyed = op.key_on("key", numbers, lambda n: str(n % 4))
+sums = op.reduce_final("sum", keyed, lambda a, b: a + b)
+# Which executor's Python worker saw each key's sum: its parent, the executor's JVM.
+tagged = op.map("tag", sums, lambda kv: (kv[0], kv[1], os.getppid()))
+op.output("out", tagged, StdOutSink())
+
+cluster_main(flow, sys.argv[1].split(","), int(sys.argv[2]), worker_count_per_proc=1)
+print(f"process {sys.argv[2]} returned", file=sys.stderr)
+"""
+
+
+def test_two_processes_run_a_flow_together_and_both_return(tmp_path: Path) -> None:
+    script = tmp_path / "flow.py"
+    script.write_text(FLOW)
+    addresses = f"127.0.0.1:{free_port()},127.0.0.1:{free_port()}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+
+    def start(proc_id: int) -> subprocess.Popen:
+        return subprocess.Popen(
+            [sys.executable, str(script), addresses, str(proc_id)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env,
+            start_new_session=True,
+        )  # fmt: skip
+
+    worker = start(1)  # before process 0's master is up, as a cluster's processes may
+    driver = start(0)
+    try:
+        out, err = driver.communicate(timeout=300)
+        worker_out, worker_err = worker.communicate(timeout=60)
+    finally:
+        for proc in (driver, worker):
+            if proc.poll() is None:
+                os.killpg(proc.pid, 9)
+    assert driver.returncode == 0, err[-3000:]
+    assert worker.returncode == 0, worker_err[-3000:]
+    assert "process 0 returned" in err and "process 1 returned" in worker_err
+    assert worker_out == ""  # the outputs are written from process 0
+
+    rows = [eval(line) for line in out.splitlines()]  # noqa: S307 - the flow's own tuples
+    assert sorted((key, total) for key, total, _ in rows) == [
+        (str(k), sum(n for n in range(1000) if n % 4 == k)) for k in range(4)
+    ]
+    # Two workers of one core each, two keyed partitions: both executors ran a task.
+    assert len({executor for _, _, executor in rows}) == 2
+
+
+CLI_FLOW = """
+import os
+
+import flowspark.operators as op
+from flowspark.connectors.stdio import StdOutSink
+from flowspark.dataflow import Dataflow
+from flowspark.testing import TestingSource
+
+flow = Dataflow("cli_cluster")
+numbers = op.input("inp", flow, TestingSource(range(100)))
+counts = op.count_final("count", numbers, lambda n: str(n % 2))
+op.output("out", counts, StdOutSink())
+"""
+
+
+def test_bytewax_runs_flags_make_the_same_cluster_from_the_command_line(tmp_path: Path) -> None:
+    # python -m bytewax.run flow -a "A;B" -i I -w 1 -r DIR -s 30 -b 0, module name changed.
+    (tmp_path / "flow.py").write_text(CLI_FLOW)
+    addresses = f"127.0.0.1:{free_port()};127.0.0.1:{free_port()}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+
+    def start(proc_id: int) -> subprocess.Popen:
+        return subprocess.Popen(
+            [sys.executable, "-m", "flowspark.run", "flow.py", "-a", addresses,
+             "-i", str(proc_id), "-w", "1", "-r", str(tmp_path / "recovery"), "-s", "30",
+             "-b", "0"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env,
+            start_new_session=True,
+        )  # fmt: skip
+
+    worker, driver = start(1), start(0)
+    try:
+        out, err = driver.communicate(timeout=300)
+        worker_out, worker_err = worker.communicate(timeout=60)
+    finally:
+        for proc in (driver, worker):
+            if proc.poll() is None:
+                os.killpg(proc.pid, 9)
+    assert driver.returncode == 0, err[-3000:]
+    assert worker.returncode == 0, worker_err[-3000:]
+    assert sorted(out.splitlines()) == ["('0', 50)", "('1', 50)"]
+    assert worker_out == ""
+    assert "-b/--backup-interval is not needed" in err
