@@ -3,8 +3,9 @@
 bytewax 0.17's ``TestingInput``/``TestingOutput`` and bytewax 0.21's
 ``TestingSource``/``TestingSink`` (see :mod:`flowspark.connectors.testing_sources`);
 ``run_main`` runs a flow built with either API, ``cluster_main`` one process of a
-cluster of them. bytewax 0.21's helpers for unit tests of parts: ``TimeTestingGetter``,
-``ffwd_iter`` and ``poll_next_batch``.
+cluster of them (``python -m flowspark.testing FLOW -p N`` starts N such processes:
+:mod:`flowspark.testing_cli`). bytewax 0.21's helpers for unit tests of parts:
+``TimeTestingGetter``, ``ffwd_iter`` and ``poll_next_batch``.
 
 >>> from flowspark.dataflow import Dataflow
 >>> from flowspark.testing import TestingInput, TestingOutput, run_main
@@ -205,3 +206,11 @@ def poll_next_batch(part: Any, timeout: timedelta = timedelta(seconds=5)) -> lis
             return batch
         if time.monotonic() > deadline:
             raise TimeoutError(f"no batch within {timeout}")
+
+
+if __name__ == "__main__":  # python -m flowspark.testing FLOW -p N: see testing_cli
+    import sys
+
+    from flowspark.testing_cli import main
+
+    sys.exit(main())

@@ -114,3 +114,15 @@ def test_bytewax_runs_flags_make_the_same_cluster_from_the_command_line(tmp_path
     assert sorted(out.splitlines()) == ["('0', 50)", "('1', 50)"]
     assert worker_out == ""
     assert "-b/--backup-interval is not needed" in err
+
+
+def test_bytewax_testings_entry_point_runs_a_flow_in_two_processes(tmp_path: Path) -> None:
+    # python -m bytewax.testing flow -p 2, module name changed.
+    (tmp_path / "flow.py").write_text(CLI_FLOW)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run(
+        [sys.executable, "-m", "flowspark.testing", "flow.py", "-p", "2", "-w", "1"],
+        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert sorted(done.stdout.splitlines()) == ["('0', 50)", "('1', 50)"]
