@@ -82,6 +82,25 @@ def test_cluster_main_of_one_process_runs_the_flow_as_its_docs_show(capsys):
     assert sorted(capsys.readouterr().out.split()) == ["0", "1", "2"]
 
 
+def test_the_demo_sources_metrics_come_paced_and_end_at_their_count(tmp_path):
+    # bytewax.connectors.demo's RandomMetricSource: two metrics merged, as its docs say.
+    from flowspark.connectors.demo import RandomMetricSource
+    from flowspark.recovery import RecoveryConfig
+
+    flow = Dataflow("demo")
+    cpu = op.input("cpu", flow, RandomMetricSource("cpu", timedelta(milliseconds=20), count=5))
+    mem = op.input("mem", flow, RandomMetricSource("mem", timedelta(0), 3, lambda: 0.5))
+    out: list[Any] = []
+    op.output("out", op.merge("both", cpu, mem), TestingSink(out))
+    run_main(flow, recovery_config=RecoveryConfig(str(tmp_path)))
+    assert sorted(name for name, _ in out) == ["cpu"] * 5 + ["mem"] * 3
+    assert all(v in range(10) for name, v in out if name == "cpu")
+    assert [v for name, v in out if name == "mem"] == [0.5] * 3
+    out.clear()
+    run_main(flow, recovery_config=RecoveryConfig(str(tmp_path)))  # resumed at its counts
+    assert out == []
+
+
 def test_branch_merge_and_inspect_keep_bytewaxs_order_one_item_per_batch(capsys):
     flow = Dataflow("branch_eg")
     nums = op.input("nums", flow, TestingSource([1, 2, 3, 4, 5]))
