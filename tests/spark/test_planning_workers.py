@@ -1,5 +1,6 @@
-"""Spark's Python data-source planning processes are stopped after a streamed run's
-first micro-batch when the run asks for it, and Spark starts them again for the next."""
+"""Spark's Python data-source planning processes are stopped when the run asks for it
+(source lookup and creation once its query is built, read planning after its first
+micro-batch; none comes back during the run), and Spark starts them again for the next."""
 
 from __future__ import annotations
 

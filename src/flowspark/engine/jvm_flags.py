@@ -12,7 +12,7 @@ JVM_FLAGS = (
     "-XX:MinHeapFreeRatio=10",
     "-XX:MaxHeapFreeRatio=30",
     "-Xms64m",
-    "-XX:GCTimeRatio=9",
+    "-XX:GCTimeRatio=4",
 )
 """Flags for flowspark's JVMs (driver and executors): the C1 JIT compiler only, and
 a heap that starts small and stays the size the run needs (see
