@@ -21,7 +21,6 @@ import argparse
 import ast
 import importlib
 import importlib.util
-import math
 import os
 import re
 import socket
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from flowspark.cli_scaling import add_bytewax_flags, check_bytewax_flags, scaled_run
+from flowspark.cli_values import count_value, port_value, seconds_value
 from flowspark.connectors.stdio import silence_stdout, stdout_closed
 from flowspark.dataflow import Dataflow
 from flowspark.runtime.errors import WORKER_TRACEBACK, StepError
@@ -185,30 +185,6 @@ def describe_load_error(exc: BaseException, prog: str = PROG) -> str:
     return f"{prog}: {at}{error_line(exc)}"
 
 
-def _seconds_value(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0; got {text!r}")
-    return value
-
-
-def _count_value(text: str) -> int:
-    value = int(text) if text.strip().isdigit() else 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1; got {text!r}")
-    return value
-
-
-def _port_value(text: str) -> int:
-    value = int(text) if text.strip().isdigit() else -1
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be a port number 0..65535; got {text!r}")
-    return value
-
-
 def _parser() -> argparse.ArgumentParser:
     p = OneLineParser(
         prog="python -m flowspark.run",
@@ -249,7 +225,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--trigger-interval",
-        type=_seconds_value,
+        type=seconds_value,
         default=None,
         metavar="SECONDS",
         help="start a micro-batch every SECONDS (default: as soon as the last one ends)",
@@ -257,7 +233,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-s",
         "--snapshot-interval",
-        type=_seconds_value,
+        type=seconds_value,
         default=None,
         metavar="SECONDS",
         help="bytewax's epoch interval; 0 makes every source batch its own micro-batch",
@@ -270,14 +246,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--max-batch-items",
-        type=_count_value,
+        type=count_value,
         default=None,
         metavar="N",
         help="read at most N items per input into one micro-batch (default: all available)",
     )
     p.add_argument(
         "--parallelism",
-        type=_count_value,
+        type=count_value,
         default=None,
         metavar="N",
         help="partitions per micro-batch (default: $FLOWSPARK_PARALLELISM, else the "
@@ -306,7 +282,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     watch.add_argument(
         "--metrics-port",
-        type=_port_value,
+        type=port_value,
         default=None,
         metavar="PORT",
         help="serve Prometheus metrics at http://HOST:PORT/metrics during the run "
@@ -338,7 +314,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     numaflow.add_argument(
         "--http-port",
-        type=_port_value,
+        type=port_value,
         default=None,
         help="HTTP sources' port (env FLOWSPARK_HTTP_PORT)",
     )

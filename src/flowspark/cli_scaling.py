@@ -30,21 +30,9 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from flowspark.cli_values import count_value, seconds_value
+
 __all__ = ["add_bytewax_flags", "check_bytewax_flags", "scaled_run"]
-
-
-def _count(text: str) -> int:
-    value = int(text) if text.strip().isdigit() else 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1; got {text!r}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds; got {text!r}") from None
 
 
 def add_bytewax_flags(parser: argparse.ArgumentParser) -> None:
@@ -54,7 +42,7 @@ def add_bytewax_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "-w",
         "--workers-per-process",
-        type=_count,
+        type=count_value,
         default=None,
         metavar="N",
         help="N partitions per micro-batch (as --parallelism); with -a, N cores per process",
@@ -78,7 +66,7 @@ def add_bytewax_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "-b",
         "--backup-interval",
-        type=_seconds,
+        type=seconds_value,
         default=None,
         metavar="SECONDS",
         help="accepted, not needed: Spark's checkpoint keeps what a restart needs",

@@ -17,6 +17,7 @@ import sys
 import time
 
 from flowspark import cli
+from flowspark.cli_values import count_value
 
 __all__ = ["main"]
 
@@ -25,13 +26,6 @@ def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-def _processes(text: str) -> int:
-    value = int(text) if text.strip().isdigit() else 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1; got {text!r}")
-    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         "import_str", metavar="IMPORT_STR", help="the flow, as flowspark.run takes it"
     )
     parser.add_argument(
-        "-p", "--processes", type=_processes, default=1, help="processes to run (default 1)"
+        "-p", "--processes", type=count_value, default=1, help="processes to run (default 1)"
     )
     args, rest = parser.parse_known_args(argv)
     if args.processes == 1:

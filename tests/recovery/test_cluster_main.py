@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.http_clients import free_port
@@ -36,20 +37,19 @@ print(f"process {sys.argv[2]} returned", file=sys.stderr)
 """
 
 
-def test_two_processes_run_a_flow_together_and_both_return(tmp_path: Path) -> None:
-    script = tmp_path / "flow.py"
-    script.write_text(FLOW)
-    addresses = f"127.0.0.1:{free_port()},127.0.0.1:{free_port()}"
+def _two_processes(cwd: Path, command: Callable[[int], list[str]]) -> tuple[str, str, str]:
+    """Start process 1, then process 0 (``command(proc_id)``), as a cluster's processes
+    may come up in any order; both must exit 0, and only process 0 writes the output.
+    Process 0's stdout and stderr, and process 1's stderr."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
 
     def start(proc_id: int) -> subprocess.Popen:
         return subprocess.Popen(
-            [sys.executable, str(script), addresses, str(proc_id)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env,
-            start_new_session=True,
+            [sys.executable, *command(proc_id)], stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, cwd=cwd, env=env, start_new_session=True,
         )  # fmt: skip
 
-    worker = start(1)  # before process 0's master is up, as a cluster's processes may
+    worker = start(1)
     driver = start(0)
     try:
         out, err = driver.communicate(timeout=300)
@@ -60,8 +60,15 @@ def test_two_processes_run_a_flow_together_and_both_return(tmp_path: Path) -> No
                 os.killpg(proc.pid, 9)
     assert driver.returncode == 0, err[-3000:]
     assert worker.returncode == 0, worker_err[-3000:]
-    assert "process 0 returned" in err and "process 1 returned" in worker_err
     assert worker_out == ""  # the outputs are written from process 0
+    return out, err, worker_err
+
+
+def test_two_processes_run_a_flow_together_and_both_return(tmp_path: Path) -> None:
+    (tmp_path / "flow.py").write_text(FLOW)
+    addresses = f"127.0.0.1:{free_port()},127.0.0.1:{free_port()}"
+    out, err, worker_err = _two_processes(tmp_path, lambda i: ["flow.py", addresses, str(i)])
+    assert "process 0 returned" in err and "process 1 returned" in worker_err
 
     rows = [eval(line) for line in out.splitlines()]  # noqa: S307 - the flow's own tuples
     assert sorted((key, total) for key, total, _ in rows) == [
@@ -90,29 +97,13 @@ def test_bytewax_runs_flags_make_the_same_cluster_from_the_command_line(tmp_path
     # python -m bytewax.run flow -a "A;B" -i I -w 1 -r DIR -s 30 -b 0, module name changed.
     (tmp_path / "flow.py").write_text(CLI_FLOW)
     addresses = f"127.0.0.1:{free_port()};127.0.0.1:{free_port()}"
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-
-    def start(proc_id: int) -> subprocess.Popen:
-        return subprocess.Popen(
-            [sys.executable, "-m", "flowspark.run", "flow.py", "-a", addresses,
-             "-i", str(proc_id), "-w", "1", "-r", str(tmp_path / "recovery"), "-s", "30",
-             "-b", "0"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env,
-            start_new_session=True,
-        )  # fmt: skip
-
-    worker, driver = start(1), start(0)
-    try:
-        out, err = driver.communicate(timeout=300)
-        worker_out, worker_err = worker.communicate(timeout=60)
-    finally:
-        for proc in (driver, worker):
-            if proc.poll() is None:
-                os.killpg(proc.pid, 9)
-    assert driver.returncode == 0, err[-3000:]
-    assert worker.returncode == 0, worker_err[-3000:]
+    recovery = str(tmp_path / "recovery")
+    out, err, _ = _two_processes(
+        tmp_path,
+        lambda i: ["-m", "flowspark.run", "flow.py", "-a", addresses, "-i", str(i), "-w", "1",
+                   "-r", recovery, "-s", "30", "-b", "0"],
+    )  # fmt: skip
     assert sorted(out.splitlines()) == ["('0', 50)", "('1', 50)"]
-    assert worker_out == ""
     assert "-b/--backup-interval is not needed" in err
 
 
