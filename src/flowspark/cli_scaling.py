@@ -109,17 +109,20 @@ def check_bytewax_flags(args: argparse.Namespace) -> None:
 
 @contextlib.contextmanager
 def scaled_run(args: argparse.Namespace) -> Iterator[bool]:
-    """Where this process stands: yields whether it runs the flow. Without ``-a``:
-    it does, as it is. Process 0 of ``-a``: it does, as the driver of the cluster
-    (``args.master`` and ``args.parallelism`` set), which stops when the block ends.
-    Another process: it serves its worker until the run is over, then yields ``False``."""
+    """Where this process stands: yields whether it runs the flow. Without ``-a``, or
+    with one address: it does, as it is (as ``cluster_main`` of one process). Process
+    0 of ``-a``: it does, as the driver of the cluster (``args.master`` and
+    ``args.parallelism`` set), which stops when the block ends. Another process: it
+    serves its worker until the run is over, then yields ``False``."""
     from flowspark.engine import cluster  # noqa: PLC0415 engine: only to run a flow
 
     addresses: Any = args.addresses
-    if addresses is None:
+    cores = args.workers_per_process or 1
+    if addresses is None or len(addresses) == 1:  # one process: a plain run
+        if addresses is not None:
+            args.parallelism = cores
         yield True
         return
-    cores = args.workers_per_process or 1
     if args.process_id > 0:
         cluster.serve_cluster_process(addresses, args.process_id, cores)
         yield False

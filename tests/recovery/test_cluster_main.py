@@ -40,8 +40,14 @@ print(f"process {sys.argv[2]} returned", file=sys.stderr)
 def _two_processes(cwd: Path, command: Callable[[int], list[str]]) -> tuple[str, str, str]:
     """Start process 1, then process 0 (``command(proc_id)``), as a cluster's processes
     may come up in any order; both must exit 0, and only process 0 writes the output.
-    Process 0's stdout and stderr, and process 1's stderr."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    Process 0's stdout and stderr, and process 1's stderr.
+
+    The driver does not wait for a task's preferred executor (``spark.locality.wait``
+    0, from a ``spark-defaults.conf``), so tasks that can run at once go to both."""
+    conf = cwd / "spark-conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text("spark.locality.wait 0\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "SPARK_CONF_DIR": str(conf)}
 
     def start(proc_id: int) -> subprocess.Popen:
         return subprocess.Popen(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from flowspark import testing_cli
 from flowspark.cli import _parser
 from flowspark.cli_scaling import check_bytewax_flags
 
@@ -34,10 +33,3 @@ def test_b_is_accepted_with_one_line_saying_it_is_not_needed(capsys: pytest.Capt
     assert args.backup_interval == 0
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "-b/--backup-interval is not needed" in err
-
-
-def test_the_testing_entry_point_refuses_no_processes(capsys: pytest.CaptureFixture[str]):
-    with pytest.raises(SystemExit) as exit_info:
-        testing_cli.main(["flow.py", "-p", "0"])
-    assert exit_info.value.code == 2
-    assert "argument -p/--processes: must be a whole number >= 1" in capsys.readouterr().err

@@ -189,14 +189,22 @@ class _Broken(TenSecondLogic):
         super().__init__(opened)
         self.fail = fail
 
-    def open_for(self, timestamp: datetime) -> list[int]:
+    def open_for(self, timestamp: datetime) -> Any:
         if self.fail == "open_for":
             raise KeyError("no such window")
+        if self.fail == "open_for generator":
+            return self._ids_then_failure(timestamp)
         return super().open_for(timestamp)
+
+    def _ids_then_failure(self, timestamp: datetime) -> Any:
+        yield from super().open_for(timestamp)
+        raise LookupError("after the first id")
 
     def close_for(self, watermark: datetime) -> Any:
         if self.fail == "close_for":
             return [(0, "not metadata")]
+        if self.fail == "close_for not pairs":
+            return [0]
         return super().close_for(watermark)
 
 
@@ -215,7 +223,9 @@ class _BrokenWindower(Windower):
     [
         ("build", "build", RuntimeError),
         ("open_for", "open_for", KeyError),
+        ("open_for generator", "open_for", LookupError),
         ("close_for", "close_for", TypeError),
+        ("close_for not pairs", "close_for", TypeError),
     ],
 )
 def test_a_users_windower_failure_names_the_step_its_method_and_the_key(fail, function, cause):
@@ -247,3 +257,17 @@ def test_a_users_clock_giving_a_naive_time_fails_naming_on_item_and_the_value() 
     assert error is not None
     assert "on_item" in error.function and "(3, 0)" in error.item
     assert "timezone-aware" in str(error)
+
+
+def test_clock_and_windower_take_type_parameters_as_in_bytewax() -> None:
+    class Typed(Clock[int, datetime]):
+        def build(self, resume_state: datetime | None) -> LatestLogic:
+            return LatestLogic(timedelta(0), resume_state)
+
+    class TypedWindower(Windower[dict]):
+        def build(self, resume_state: dict | None) -> TenSecondLogic:
+            return TenSecondLogic(dict(resume_state or {}))
+
+    run = WindowRun("w", Typed(), TypedWindower(), _Listing(), False)
+    out = run.on_values(KeyedCall("k", None, ALIGN_MS, [(3, 0), (12, 1)]))
+    assert out.emitted == [("k", (0, [3]))]

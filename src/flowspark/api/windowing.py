@@ -110,7 +110,7 @@ class ClockLogic(ABC, Generic[V, S]):
         """A picklable state :meth:`Clock.build` resumes from."""
 
 
-class Clock:
+class Clock(Generic[V, S]):
     """Base of bytewax 0.21's clocks: what time an item has and where the watermark is.
 
     :class:`SystemClock` and :class:`EventClock` run natively. A clock of your own
@@ -163,7 +163,7 @@ class WindowerLogic(ABC, Generic[S]):
         """A picklable state :meth:`Windower.build` resumes from."""
 
 
-class Windower:
+class Windower(Generic[S]):
     """Base of bytewax 0.21's windowers: which windows an item belongs to.
 
     :class:`TumblingWindower`, :class:`SlidingWindower` and :class:`SessionWindower`

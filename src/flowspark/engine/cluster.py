@@ -27,8 +27,10 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -223,29 +225,68 @@ def _free_port(host: str) -> int:
         return int(probe.getsockname()[1])
 
 
+def _worker_memory() -> str:
+    """A cluster process's worker memory: room for one executor
+    (``$FLOWSPARK_EXECUTOR_MEMORY``, else Spark's 1g)."""
+    return os.environ.get("FLOWSPARK_EXECUTOR_MEMORY") or "1g"
+
+
 @contextlib.contextmanager
-def cluster_of_processes(addresses: list[str], cores: int, timeout: float = 180.0) -> Any:
+def _terminate_as_interrupt() -> Iterator[None]:
+    """For the block's length, SIGTERM raises ``KeyboardInterrupt`` (in the main
+    thread), so a cluster process told to stop still stops its Spark processes on
+    the way out, as on Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def _scratch_directory() -> Iterator[Path]:
+    """A folder for a cluster process's Spark state and logs: removed at the end,
+    kept when the block fails (its error names the log there)."""
+    directory = Path(tempfile.mkdtemp(prefix="flowspark-cluster-main-"))
+    try:
+        yield directory
+    except Exception:
+        raise
+    except BaseException:  # Ctrl-C: nothing to look at
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def cluster_of_processes(addresses: list[str], cores: int, timeout: float = 180.0) -> Iterator[str]:
     """Process 0's part of ``cluster_main``: a master on ``addresses[0]`` and a worker
     of ``cores`` cores, then a wait until every other process's worker has joined;
     yields the master's URL. The cluster stops when the block ends, which tells the
     other processes the run is over."""
     host, port = host_port(addresses[0])
-    directory = Path(tempfile.mkdtemp(prefix="flowspark-cluster-main-"))
-    info = start_cluster(1, cores, "1g", host, port, _free_port(host), directory, timeout)
-    try:
-        master_log = directory / "master.log"
-        master = _Pid(info.master_pid)
-        needed = len(addresses)
+    with _terminate_as_interrupt(), _scratch_directory() as directory:
+        ui_port = _free_port(host)
+        info = start_cluster(1, cores, _worker_memory(), host, port, ui_port, directory, timeout)
+        try:
+            needed = len(addresses)
 
-        def joined() -> bool:
-            state = cluster_status(directory) or {}
-            return sum(w["state"] == "ALIVE" for w in state.get("workers", [])) >= needed
+            def joined() -> bool:
+                state = cluster_status(directory) or {}
+                return sum(w["state"] == "ALIVE" for w in state.get("workers", [])) >= needed
 
-        _wait(joined, master, master_log, timeout, f"the workers of {needed} processes to join")
-        yield info.master_url
-    finally:
-        stop_cluster(directory)
-        shutil.rmtree(directory, ignore_errors=True)
+            what = f"the workers of {needed} processes to join"
+            _wait(joined, _Pid(info.master_pid), directory / "master.log", timeout, what)
+            yield info.master_url
+        finally:
+            stop_cluster(directory)
 
 
 def serve_cluster_process(
@@ -256,30 +297,31 @@ def serve_cluster_process(
     stops (the run is over)."""
     master_host, master_port = host_port(addresses[0])
     host, port = host_port(addresses[proc_id])
-    deadline = time.monotonic() + timeout
-    while not _listening(master_host, master_port):
-        if time.monotonic() > deadline:
-            raise RuntimeError(
-                f"cluster_main: process 0's master at {addresses[0]} did not come up in "
-                f"{timeout:.0f} s"
-            )
-        time.sleep(0.2)
-    directory = Path(tempfile.mkdtemp(prefix="flowspark-cluster-main-"))
-    cluster = ClusterInfo(f"spark://{master_host}:{master_port}", "", 0, [], str(directory))
-    worker = start_worker(cluster, proc_id, cores, host=host, port=port)
-    try:
-        while _listening(master_host, master_port):
-            if worker.poll() is not None:
-                log = directory / f"worker-{proc_id}.log"
-                tail = log.read_text(errors="replace").splitlines()[-15:] if log.exists() else []
+    with _terminate_as_interrupt():
+        deadline = time.monotonic() + timeout
+        while not _listening(master_host, master_port):
+            if time.monotonic() > deadline:
                 raise RuntimeError(
-                    f"cluster_main: this process's Spark worker exited (see {log}):\n"
-                    + "\n".join(tail)
+                    f"cluster_main: process 0's master at {addresses[0]} did not come up "
+                    f"in {timeout:.0f} s"
                 )
-            time.sleep(0.5)
-    finally:
-        _terminate([worker.pid])
-        shutil.rmtree(directory, ignore_errors=True)
+            time.sleep(0.2)
+        with _scratch_directory() as directory:
+            master_url = f"spark://{master_host}:{master_port}"
+            cluster = ClusterInfo(master_url, "", 0, [], str(directory))
+            worker = start_worker(cluster, proc_id, cores, _worker_memory(), host, port=port)
+            try:
+                while _listening(master_host, master_port):
+                    if worker.poll() is not None:
+                        log = directory / f"worker-{proc_id}.log"
+                        lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+                        raise RuntimeError(
+                            f"cluster_main: this process's Spark worker exited (see {log}):\n"
+                            + "\n".join(lines[-15:])
+                        )
+                    time.sleep(0.5)
+            finally:
+                _terminate([worker.pid])
 
 
 class _Pid:

@@ -96,9 +96,10 @@ class RunConfig:
     mount at that same path (required with a path on a non-local master).
     ``remote``: a Spark Connect server (``sc://host:port``; default
     ``$FLOWSPARK_REMOTE`` or ``$SPARK_REMOTE``) that runs the flow; outputs are
-    still written here, in this process. ``release_planning_workers``: after a
-    streamed run's first micro-batch, stop Spark's Python processes that planned
-    its query (260 MB; a later run in this process starts them again, 0.5 s; see
+    still written here, in this process. ``release_planning_workers``: stop Spark's
+    Python processes that planned a streamed run's query (260 MB), those that looked
+    its sources up and created them once the query is built, the read planner after
+    the first micro-batch (a later run in this process starts them again, 0.5 s; see
     :mod:`flowspark.engine.planning_workers`); the command line and ``run_main`` set it.
     """
 

@@ -18,13 +18,14 @@
 ('simple', ['in', 'cat', 'out'])
 """
 
-from flowspark.pipeline.build import build, load, secret_env_name
+from flowspark.pipeline.build import PipelineOptions, build, load, secret_env_name
 from flowspark.pipeline.durations import parse_duration
 from flowspark.pipeline.errors import PipelineSpecError
 from flowspark.pipeline.model import PipelineSpec
 from flowspark.pipeline.spec import load_spec
 
 __all__ = [
+    "PipelineOptions",
     "PipelineSpec",
     "PipelineSpecError",
     "build",

@@ -69,7 +69,7 @@ from flowspark.runtime.storage import Location
 from flowspark.shared.components import strongly_connected
 from flowspark.shared.times import EPOCH
 
-__all__ = ["load", "build", "secret_env_name"]
+__all__ = ["load", "build", "secret_env_name", "PipelineOptions"]
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ def build(
     """``spec`` as a Dataflow (see :func:`load`; ``options``: :class:`PipelineOptions`)."""
     unknown = sorted(options.keys() - PipelineOptions.__optional_keys__)
     if unknown:  # as Python says it of a parameter the signature lacks
-        raise TypeError(f"build() got an unexpected keyword argument {unknown[0]!r}")
+        raise TypeError(f"unexpected keyword argument {unknown[0]!r} (see PipelineOptions)")
     ignored = [f for f in spec.ignored if not _is_flowspark_annotation(f, spec)]
     ignored += [
         f"spec.vertices[{i}].partitions"  # Spark's tasks follow the cores

@@ -2,8 +2,11 @@
 
 :class:`WindowRun` is the :class:`~flowspark.runtime.keyed.KeyedLogic` of
 ``flowspark.operators.windowing.window`` (every 0.21 window operator ends in it).
-The window ids are :class:`_SlidingIds` (tumbling and sliding windows) or
-:class:`_SessionIds`; the clock is the 0.17 windows' :class:`ClockLogic`.
+The window ids are :class:`_SlidingIds` (tumbling and sliding windows),
+:class:`_SessionIds`, or a user's own windower's logic
+(:class:`~flowspark.runtime.window_user.UserWindowerIds`); the clock is the 0.17
+windows' :class:`ClockLogic` (:class:`_BuiltinClockCall`), or a user's own clock's
+logic (:class:`~flowspark.runtime.window_user.UserClockCall`), asked once per call.
 
 >>> from datetime import datetime, timedelta, timezone
 >>> from flowspark.api.windowing import EventClock, TumblingWindower
@@ -185,6 +188,15 @@ def _window_ids(step_id: str, windower: Any) -> _SlidingIds | _SessionIds | User
     )
 
 
+def _metadata(closed: Any) -> w021.WindowMetadata:
+    """A closed window's metadata: a user's windower gives its own, the built-in ids
+    ``(open ms, close ms, merged ids)``."""
+    if isinstance(closed, w021.WindowMetadata):
+        return closed
+    start, close, merged = closed
+    return w021.WindowMetadata(datetime_from_ms(start), datetime_from_ms(close), set(merged))
+
+
 class _BuiltinClockCall:
     """A built-in clock (:class:`ClockLogic`, ms) for one call of one key at system
     time ``now``: the interface :class:`UserClockCall` gives a user's clock."""
@@ -239,7 +251,8 @@ class WindowRun(KeyedLogic):
     """``window``: bytewax 0.21's windows, per key.
 
     The clock gives each value a time and a watermark (:class:`ClockLogic`, the
-    0.17 windows' clock: the watermark formula is the same); a value whose time
+    0.17 windows' clock: the watermark formula is the same; or a user's own
+    ``Clock``, built from its snapshot in the key's state); a value whose time
     is before the watermark is late (``.late``: ``(key, (window_id, value))``,
     ``LATE_SESSION_ID`` for a session). The others are queued; with ``ordered``
     the values the watermark has reached are taken in time order, otherwise all
@@ -467,13 +480,12 @@ class WindowRun(KeyedLogic):
                 del logics[orig]
                 out = self._method(key, logic_of(target), "on_merge", original)
                 emitted.extend((key, (target, w)) for w in out)
-        for wid, (start, close, merged) in ids.close_for(win_state, wm):
+        for wid, closed in ids.close_for(win_state, wm):
             out = self._method(key, logic_of(wid), "on_close")
             del logics[wid]
             emitted.extend((key, (wid, w)) for w in out)
             if self.with_meta:
-                opened, closed = datetime_from_ms(start), datetime_from_ms(close)
-                meta.append((key, (wid, w021.WindowMetadata(opened, closed, set(merged)))))
+                meta.append((key, (wid, _metadata(closed))))
         return queue
 
     def _method(self, key: str, logic: Any, method: str, *args: Any) -> Any:

@@ -11,12 +11,13 @@ in whole milliseconds, a failure naming the step, the user's method and the key.
 >>> from datetime import datetime, timedelta, timezone
 >>> from flowspark.api.windowing import WindowerLogic, Windower, WindowMetadata
 >>> T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+>>> HOUR = timedelta(hours=1)
 >>> class Hourly(Windower):  # a window per hour of the day, whatever the date
 ...     def build(self, resume_state):
-...         return HourlyLogic(resume_state or {})
+...         return HourlyLogic(dict(resume_state or {}))
 >>> class HourlyLogic(WindowerLogic):
 ...     def __init__(self, opened):
-...         self.opened = opened
+...         self.opened = opened  # {hour: its window's start}
 ...     def open_for(self, t):
 ...         self.opened.setdefault(t.hour, t.replace(minute=0, second=0, microsecond=0))
 ...         return [t.hour]
@@ -25,11 +26,10 @@ in whole milliseconds, a failure naming the step, the user's method and the key.
 ...     def merged(self):
 ...         return []
 ...     def close_for(self, watermark):
-...         hour = timedelta(hours=1)
-...         done = [h for h, start in self.opened.items() if start + hour <= watermark]
-...         return [(h, WindowMetadata(self.opened.pop(h), watermark)) for h in done]
+...         done = [h for h, start in self.opened.items() if start + HOUR <= watermark]
+...         return [(h, WindowMetadata(self.opened[h], self.opened.pop(h) + HOUR)) for h in done]
 ...     def notify_at(self):
-...         return min(self.opened.values(), default=None)
+...         return min((start + HOUR for start in self.opened.values()), default=None)
 ...     def is_empty(self):
 ...         return not self.opened
 ...     def snapshot(self):
@@ -38,8 +38,9 @@ in whole milliseconds, a failure naming the step, the user's method and the key.
 >>> live = ids.load(None, "k")
 >>> ids.open_for(live, aware_to_ms(T0 + timedelta(minutes=90)))
 [1]
->>> ids.close_for(live, aware_to_ms(T0 + timedelta(hours=3)))
-[(1, (1704070800000, 1704078000000, set()))]
+>>> [(h, meta.open_time.hour, meta.close_time.hour) for h, meta in
+...  ids.close_for(live, aware_to_ms(T0 + timedelta(hours=3)))]
+[(1, 1, 2)]
 >>> ids.is_empty(live), ids.save(live)
 (True, {})
 """
@@ -85,23 +86,26 @@ class _Live:
     def __init__(self, logic: Any, key: str, step_id: str) -> None:
         self.logic, self.key, self.step_id = logic, key, step_id
 
-    def call(self, method: str, *args: Any) -> Any:
-        """``logic.<method>(*args)``; a failure names the step, the method and the key."""
+    def call(self, method: str, *args: Any, as_list: bool = False) -> Any:
+        """``logic.<method>(*args)`` (``as_list``: its values, in a list); a failure,
+        also while the values are read, names the step, the method and the key."""
         fn = getattr(self.logic, method)
         try:
-            return fn(*args)
+            result = fn(*args)
+            return list(result) if as_list else result
         except Exception as exc:
-            raise step_failure(
-                self.step_id, fn, (self.key, args[0] if args else None), exc
-            ) from None
+            raise self.failure(method, args[0] if args else None, exc) from None
+
+    def failure(self, method: str, about: Any, exc: Exception) -> Exception:
+        """The step's failure in ``method``, about ``about`` (and the key)."""
+        return step_failure(self.step_id, getattr(self.logic, method), (self.key, about), exc)
 
     def time(self, method: str, *args: Any) -> int:
         """A time the logic gives, in ms; not an aware datetime: a failure as :meth:`call`'s."""
         time = self.maybe_time(method, *args)
         if time is None:
-            fn = getattr(self.logic, method)
             error = TypeError(f"{method} must give an aware datetime; got None")
-            raise step_failure(self.step_id, fn, (self.key, None), error)
+            raise self.failure(method, None, error)
         return time
 
     def maybe_time(self, method: str, *args: Any) -> int | None:
@@ -112,8 +116,7 @@ class _Live:
         try:
             return aware_to_ms(result)
         except (TypeError, ValueError) as exc:
-            fn = getattr(self.logic, method)
-            raise step_failure(self.step_id, fn, (self.key, result), exc) from None
+            raise self.failure(method, result, exc) from None
 
 
 def _build(step_id: str, config: Any, resume_state: Any, key: str) -> _Live:
@@ -138,26 +141,28 @@ class UserWindowerIds:
         return live.call("snapshot")
 
     def open_for(self, live: _Live, t: int) -> list[int]:
-        return list(live.call("open_for", _datetime(t)))
+        ids: list[int] = live.call("open_for", _datetime(t), as_list=True)
+        return ids
 
     def late_for(self, live: _Live, t: int) -> list[int]:
-        return list(live.call("late_for", _datetime(t)))
+        ids: list[int] = live.call("late_for", _datetime(t), as_list=True)
+        return ids
 
     def merged(self, live: _Live) -> list[tuple[int, int]]:
-        return list(live.call("merged"))
+        pairs: list[tuple[int, int]] = live.call("merged", as_list=True)
+        return pairs
 
-    def close_for(self, live: _Live, wm: int) -> list[tuple[int, Any]]:
-        closed = []
-        for wid, meta in live.call("close_for", _datetime(wm)):
-            if not isinstance(meta, WindowMetadata):
-                raise step_failure(
-                    self.step_id,
-                    live.logic.close_for,
-                    (live.key, meta),
-                    TypeError(f"close_for must give (window id, WindowMetadata); got {meta!r:.80}"),
+    def close_for(self, live: _Live, wm: int) -> list[tuple[int, WindowMetadata]]:
+        """The windows the watermark closes, with the metadata the user's logic gave
+        (kept as it is)."""
+        closed: list[Any] = live.call("close_for", _datetime(wm), as_list=True)
+        for entry in closed:
+            pair = isinstance(entry, tuple) and len(entry) == 2
+            if not pair or not isinstance(entry[1], WindowMetadata):
+                error = TypeError(
+                    f"close_for must give (window id, WindowMetadata) pairs; got {entry!r:.80}"
                 )
-            start, close = aware_to_ms(meta.open_time), aware_to_ms(meta.close_time)
-            closed.append((wid, (start, close, set(meta.merged_ids))))
+                raise live.failure("close_for", entry, error)
         return closed
 
     def closes_at(self, live: _Live) -> int | None:
