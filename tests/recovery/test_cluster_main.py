@@ -1,7 +1,9 @@
 """bytewax's ``cluster_main`` over two processes, as bytewax users start one per machine:
 process 1 starts first and waits for process 0's master; process 0 runs the flow on
 the Spark cluster the two make, prints its output, and both return when it is over.
-Each process here is a fresh interpreter started the way a user's script would be."""
+Each process here is a fresh interpreter started the way a user's script would be.
+The same cluster from bytewax's command lines: ``python -m flowspark.testing -p 2``
+starts two ``python -m flowspark.run`` processes with bytewax run's flags."""
 
 from __future__ import annotations
 
@@ -99,27 +101,16 @@ op.output("out", counts, StdOutSink())
 """
 
 
-def test_bytewax_runs_flags_make_the_same_cluster_from_the_command_line(tmp_path: Path) -> None:
-    # python -m bytewax.run flow -a "A;B" -i I -w 1 -r DIR -s 30 -b 0, module name changed.
-    (tmp_path / "flow.py").write_text(CLI_FLOW)
-    addresses = f"127.0.0.1:{free_port()};127.0.0.1:{free_port()}"
-    recovery = str(tmp_path / "recovery")
-    out, err, _ = _two_processes(
-        tmp_path,
-        lambda i: ["-m", "flowspark.run", "flow.py", "-a", addresses, "-i", str(i), "-w", "1",
-                   "-r", recovery, "-s", "30", "-b", "0"],
-    )  # fmt: skip
-    assert sorted(out.splitlines()) == ["('0', 50)", "('1', 50)"]
-    assert "-b/--backup-interval is not needed" in err
-
-
-def test_bytewax_testings_entry_point_runs_a_flow_in_two_processes(tmp_path: Path) -> None:
-    # python -m bytewax.testing flow -p 2, module name changed.
+def test_bytewax_command_lines_make_the_same_cluster(tmp_path: Path) -> None:
+    # python -m bytewax.testing flow -p 2 -w 1 -r DIR -s 30 -b 0, module name changed:
+    # two python -m flowspark.run processes with bytewax run's -a/-i/-w/-r/-s/-b.
     (tmp_path / "flow.py").write_text(CLI_FLOW)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     done = subprocess.run(
-        [sys.executable, "-m", "flowspark.testing", "flow.py", "-p", "2", "-w", "1"],
+        [sys.executable, "-m", "flowspark.testing", "flow.py", "-p", "2", "-w", "1",
+         "-r", str(tmp_path / "recovery"), "-s", "30", "-b", "0"],
         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert sorted(done.stdout.splitlines()) == ["('0', 50)", "('1', 50)"]
+    assert done.stderr.count("-b/--backup-interval is not needed") == 2  # once a process
