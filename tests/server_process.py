@@ -11,11 +11,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Self
 
+from tests.http_clients import free_port
+
 
 class ServerProcess:
-    """Subclasses say how to start theirs in :meth:`start` (with :meth:`_launch`)."""
+    """Subclasses say how to start theirs in :meth:`start` (with :meth:`_launch`, or
+    :meth:`_launch_on_a_free_port`)."""
 
     proc: subprocess.Popen | None = None
+    port: int
 
     def start(self) -> Self:
         raise NotImplementedError
@@ -42,6 +46,30 @@ class ServerProcess:
                     name = Path(cmd[0]).name
                     raise RuntimeError(f"{name} did not start (see {log.name})") from None
                 time.sleep(pause_s)
+
+    def _launch_on_a_free_port(
+        self,
+        command: Callable[[int], list[str]],
+        log_dir: Path,
+        ready: Callable[[], Any],
+        wait_s: float,
+        pause_s: float,
+        attempts: int = 3,
+    ) -> Self:
+        """:meth:`_launch` of ``command(self.port)``. A port that was free when it was
+        probed can be taken before the server binds it (by another test's JVM, or an
+        outgoing connection): then the server exits saying so, and this tries another."""
+        for attempt in range(attempts):
+            cmd = command(self.port)
+            log_file = log_dir / f"{Path(cmd[0]).name}-{self.port}.log"
+            try:
+                return self._launch(cmd, log_file, ready, wait_s, pause_s)
+            except RuntimeError:
+                taken = "in use" in log_file.read_text(errors="replace")
+                if not taken or attempt == attempts - 1:
+                    raise
+                self.port = free_port()
+        raise AssertionError("unreachable")
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.proc is not None and self.proc.poll() is None:
