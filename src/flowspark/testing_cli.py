@@ -14,25 +14,19 @@ from __future__ import annotations
 
 import argparse
 import signal
-import socket
 import subprocess
 import sys
 import time
 
 from flowspark import cli
 from flowspark.cli_values import count_value
+from flowspark.engine.cluster import free_port
 
 __all__ = ["main"]
 
 _STOP_SECONDS = 60.0
 RUN_COMMAND = [sys.executable, "-m", "flowspark.run"]
 """What each process runs (its flags follow)."""
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _stop(procs: list[subprocess.Popen], interrupt: bool) -> None:
@@ -65,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     args, rest = parser.parse_known_args(argv)
     if args.processes == 1:
         return cli.main(rest)
-    addresses = ";".join(f"127.0.0.1:{_free_port()}" for _ in range(args.processes))
+    addresses = ";".join(f"127.0.0.1:{free_port()}" for _ in range(args.processes))
     procs = [
         subprocess.Popen([*RUN_COMMAND, *rest, "-i", str(i), "-a", addresses])
         for i in range(args.processes)

@@ -47,6 +47,7 @@ __all__ = [
     "cluster_of_processes",
     "cluster_status",
     "default_dir",
+    "free_port",
     "host_port",
     "serve_cluster_process",
     "start_cluster",
@@ -219,7 +220,8 @@ def host_port(address: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def _free_port(host: str) -> int:
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on ``host`` that nothing listens on right now."""
     with socket.socket() as probe:
         probe.bind((host, 0))
         return int(probe.getsockname()[1])
@@ -273,7 +275,7 @@ def cluster_of_processes(addresses: list[str], cores: int, timeout: float = 180.
     other processes the run is over."""
     host, port = host_port(addresses[0])
     with _terminate_as_interrupt(), _scratch_directory() as directory:
-        ui_port = _free_port(host)
+        ui_port = free_port(host)
         info = start_cluster(1, cores, _worker_memory(), host, port, ui_port, directory, timeout)
         try:
             needed = len(addresses)
