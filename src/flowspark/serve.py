@@ -1,7 +1,8 @@
 """pynumaflow's servers on flowspark: ``server.start()`` runs the UDF on Spark.
 
-The server classes take pynumaflow 0.14's constructor arguments and validate
-handlers as it does (see :mod:`flowspark.api.udf.servers` for what they share).
+The server classes take pynumaflow 0.14's constructor arguments (the settings
+after the handler by keyword) and validate handlers as it does (see
+:mod:`flowspark.api.udf.servers` for what they share).
 This module sits above the engine: the api layer only records a server.
 
 
@@ -33,16 +34,17 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Unpack
 
 from flowspark.api.udf import sink as _sink
 from flowspark.api.udf import transform as _transform
 from flowspark.api.udf.servers import (
-    MAX_MESSAGE_SIZE,
-    NUM_THREADS_DEFAULT,
+    AsyncServerOptions,
     NumaflowServer,
+    PerKeyOptions,
+    ServerOptions,
     handler_factory,
     set_server_options,
     start_or_capture,
@@ -192,25 +194,21 @@ class _Serving(NumaflowServer):
         """Run the handler over datums from stdin on embedded Spark (see the module doc)."""
         start_or_capture(self, lambda: serve(self))
 
+    def _shared(self, handler: Any, options: AsyncServerOptions) -> None:
+        """Set up an async server whose one handler serves every key."""
+        self._set_async_options(options)
+        self.make_handler = handler_factory(handler, self.kind)
+
 
 class MapStreamAsyncServer(_Serving):
     """pynumaflow's ``mapstreamer.MapStreamAsyncServer``: a MapStreamer instance or a function."""
 
     kind = "map_stream"
+    default_paths = (MAP_STREAM_SOCK_PATH, MAP_SERVER_INFO_FILE_PATH)
 
-    def __init__(
-        self,
-        map_stream_instance: Any,
-        sock_path: str = MAP_STREAM_SOCK_PATH,
-        max_message_size: int = MAX_MESSAGE_SIZE,
-        max_threads: int = NUM_THREADS_DEFAULT,
-        server_info_file: str = MAP_SERVER_INFO_FILE_PATH,
-        shutdown_callback: Callable[..., Any] | None = None,
-    ) -> None:
-        self.make_handler = handler_factory(map_stream_instance, self.kind)
+    def __init__(self, map_stream_instance: Any, **options: Unpack[AsyncServerOptions]) -> None:
         self.map_stream_instance = map_stream_instance
-        self._set_options(sock_path, max_message_size, max_threads, server_info_file)
-        self.shutdown_callback = shutdown_callback
+        self._shared(map_stream_instance, options)
 
 
 class BatchMapAsyncServer(_Serving):
@@ -218,20 +216,11 @@ class BatchMapAsyncServer(_Serving):
     function ``f(datums) -> BatchResponses``, called once per batch."""
 
     kind = "batch_map"
+    default_paths = (BATCH_MAP_SOCK_PATH, MAP_SERVER_INFO_FILE_PATH)
 
-    def __init__(
-        self,
-        batch_mapper_instance: Any,
-        sock_path: str = BATCH_MAP_SOCK_PATH,
-        max_message_size: int = MAX_MESSAGE_SIZE,
-        max_threads: int = NUM_THREADS_DEFAULT,
-        server_info_file: str = MAP_SERVER_INFO_FILE_PATH,
-        shutdown_callback: Callable[..., Any] | None = None,
-    ) -> None:
-        self.make_handler = handler_factory(batch_mapper_instance, self.kind)
+    def __init__(self, batch_mapper_instance: Any, **options: Unpack[AsyncServerOptions]) -> None:
         self.batch_mapper_instance = batch_mapper_instance
-        self._set_options(sock_path, max_message_size, max_threads, server_info_file)
-        self.shutdown_callback = shutdown_callback
+        self._shared(batch_mapper_instance, options)
 
 
 class ReduceStreamAsyncServer(_Serving):
@@ -239,23 +228,11 @@ class ReduceStreamAsyncServer(_Serving):
     (a new instance per key and window) or a function."""
 
     kind = "reduce_stream"
+    default_paths = (REDUCE_STREAM_SOCK_PATH, REDUCE_STREAM_SERVER_INFO_FILE_PATH)
 
-    def __init__(
-        self,
-        reduce_stream_instance: Any,
-        init_args: tuple[Any, ...] = (),
-        init_kwargs: dict[str, Any] | None = None,
-        sock_path: str = REDUCE_STREAM_SOCK_PATH,
-        max_message_size: int = MAX_MESSAGE_SIZE,
-        max_threads: int = NUM_THREADS_DEFAULT,
-        server_info_file: str = REDUCE_STREAM_SERVER_INFO_FILE_PATH,
-        shutdown_callback: Callable[..., Any] | None = None,
-    ) -> None:
+    def __init__(self, reduce_stream_instance: Any, **options: Unpack[PerKeyOptions]) -> None:
         self.reduce_stream_handler = reduce_stream_instance
-        self._per_key(
-            reduce_stream_instance, init_args, init_kwargs,
-            sock_path, max_message_size, max_threads, server_info_file, shutdown_callback,
-        )  # fmt: skip
+        self._per_key(reduce_stream_instance, options)
 
 
 class AccumulatorAsyncServer(_Serving):
@@ -263,82 +240,42 @@ class AccumulatorAsyncServer(_Serving):
     (a new instance per key opening) or a function ``f(datums, output)``."""
 
     kind = "accumulate"
+    default_paths = (ACCUMULATOR_SOCK_PATH, ACCUMULATOR_SERVER_INFO_FILE_PATH)
 
-    def __init__(
-        self,
-        accumulator_instance: Any,
-        init_args: tuple[Any, ...] = (),
-        init_kwargs: dict[str, Any] | None = None,
-        sock_path: str = ACCUMULATOR_SOCK_PATH,
-        max_message_size: int = MAX_MESSAGE_SIZE,
-        max_threads: int = NUM_THREADS_DEFAULT,
-        server_info_file: str = ACCUMULATOR_SERVER_INFO_FILE_PATH,
-        shutdown_callback: Callable[..., Any] | None = None,
-    ) -> None:
+    def __init__(self, accumulator_instance: Any, **options: Unpack[PerKeyOptions]) -> None:
         self.accumulator_handler = accumulator_instance
-        self._per_key(
-            accumulator_instance, init_args, init_kwargs,
-            sock_path, max_message_size, max_threads, server_info_file, shutdown_callback,
-        )  # fmt: skip
+        self._per_key(accumulator_instance, options)
 
 
 class MapServer(_Serving):
     """pynumaflow's synchronous ``mapper.MapServer``: a Mapper instance or a function."""
 
     kind = "map"
+    default_paths = (MAP_SOCK_PATH, MAP_SERVER_INFO_FILE_PATH)
 
-    def __init__(
-        self,
-        mapper_instance: Any,
-        sock_path: str = MAP_SOCK_PATH,
-        max_message_size: int = MAX_MESSAGE_SIZE,
-        max_threads: int = NUM_THREADS_DEFAULT,
-        server_info_file: str = MAP_SERVER_INFO_FILE_PATH,
-    ) -> None:
-        self.make_handler = handler_factory(mapper_instance, self.kind)
+    def __init__(self, mapper_instance: Any, **options: Unpack[ServerOptions]) -> None:
         self.mapper_instance = mapper_instance
-        self._set_options(sock_path, max_message_size, max_threads, server_info_file)
+        self._set_options(options)
+        self.make_handler = handler_factory(mapper_instance, self.kind)
 
 
 class MapAsyncServer(MapServer):
     """pynumaflow's ``mapper.MapAsyncServer``: a Mapper instance or an async function."""
 
-    def __init__(
-        self,
-        mapper_instance: Any,
-        sock_path: str = MAP_SOCK_PATH,
-        max_message_size: int = MAX_MESSAGE_SIZE,
-        max_threads: int = NUM_THREADS_DEFAULT,
-        server_info_file: str = MAP_SERVER_INFO_FILE_PATH,
-        shutdown_callback: Callable[..., Any] | None = None,
-    ) -> None:
-        super().__init__(
-            mapper_instance, sock_path, max_message_size, max_threads, server_info_file
-        )
-        self.shutdown_callback = shutdown_callback
+    def __init__(self, mapper_instance: Any, **options: Unpack[AsyncServerOptions]) -> None:
+        self.mapper_instance = mapper_instance
+        self._shared(mapper_instance, options)
 
 
 class ReduceAsyncServer(_Serving):
     """pynumaflow's ``reducer.ReduceAsyncServer``: a Reducer subclass or a function."""
 
     kind = "reduce"
+    default_paths = (REDUCE_SOCK_PATH, REDUCE_SERVER_INFO_FILE_PATH)
 
-    def __init__(
-        self,
-        reducer_instance: Any,
-        init_args: tuple[Any, ...] = (),
-        init_kwargs: dict[str, Any] | None = None,
-        sock_path: str = REDUCE_SOCK_PATH,
-        max_message_size: int = MAX_MESSAGE_SIZE,
-        max_threads: int = NUM_THREADS_DEFAULT,
-        server_info_file: str = REDUCE_SERVER_INFO_FILE_PATH,
-        shutdown_callback: Callable[..., Any] | None = None,
-    ) -> None:
+    def __init__(self, reducer_instance: Any, **options: Unpack[PerKeyOptions]) -> None:
         self.reducer_handler = reducer_instance
-        self._per_key(
-            reducer_instance, init_args, init_kwargs,
-            sock_path, max_message_size, max_threads, server_info_file, shutdown_callback,
-        )  # fmt: skip
+        self._per_key(reducer_instance, options)
 
 
 # -- pynumaflow's sinker servers -----------------------------------------------------
@@ -483,19 +420,12 @@ class SourceAsyncServer(SourcerInput):
 
     kind = "source"
 
-    def __init__(
-        self,
-        sourcer_instance: Any,
-        sock_path: str = SOURCE_SOCK_PATH,
-        max_message_size: int = MAX_MESSAGE_SIZE,
-        max_threads: int = NUM_THREADS_DEFAULT,
-        server_info_file: str = SOURCE_SERVER_INFO_FILE_PATH,
-        shutdown_callback: Callable[..., Any] | None = None,
-    ) -> None:
+    def __init__(self, sourcer_instance: Any, **options: Unpack[AsyncServerOptions]) -> None:
+        paths = (SOURCE_SOCK_PATH, SOURCE_SERVER_INFO_FILE_PATH)
+        set_server_options(self, options, paths, AsyncServerOptions.__optional_keys__)
+        self.shutdown_callback = options.get("shutdown_callback")
         super().__init__(sourcer_instance)
         self.sourcer_instance = sourcer_instance
-        set_server_options(self, sock_path, max_message_size, max_threads, server_info_file)
-        self.shutdown_callback = shutdown_callback
 
     def start(self) -> None:
         """Read the source on embedded Spark and print its datums (see the class doc)."""

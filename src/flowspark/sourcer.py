@@ -8,32 +8,9 @@ acks and pending map onto Spark's micro-batches:
 :mod:`flowspark.connectors.numaflow.udsource`.
 """
 
-from flowspark.api.udf.source import (
-    AckRequest,
-    Message,
-    NackRequest,
-    Offset,
-    PartitionsResponse,
-    PendingResponse,
-    ReadRequest,
-    SourceCallable,
-    Sourcer,
-    UserMetadata,
-    get_default_partitions,
-)
+# Every name the API module exports, and the server.
+from flowspark.api.udf.source import *  # noqa: F403
+from flowspark.api.udf.source import __all__ as _source_names
 from flowspark.serve import SourceAsyncServer
 
-__all__ = [
-    "Message",
-    "ReadRequest",
-    "PendingResponse",
-    "AckRequest",
-    "NackRequest",
-    "Offset",
-    "PartitionsResponse",
-    "get_default_partitions",
-    "Sourcer",
-    "SourceAsyncServer",
-    "SourceCallable",
-    "UserMetadata",
-]
+__all__ = [*_source_names, "SourceAsyncServer"]

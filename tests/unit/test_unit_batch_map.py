@@ -31,6 +31,7 @@ from flowspark.runtime.errors import RemoteStepFailure
 from flowspark.runtime.numaflow.batch_map import BatchMapRunner, request_ids, run_batch_map
 from flowspark.runtime.numaflow.datums import BUILT_STEPS
 from flowspark.testing import TestingInput, TestingOutput
+from tests.pynumaflow_servers import parameter_names, server_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "numaflow" / "udfs" / "batchmap_flatmap.py"
@@ -76,12 +77,17 @@ def run(handler: Any, datums: list[Datum], batch_size: int = 500, step: str = "b
 def test_the_face_exports_pynumaflows_names_and_signatures():
     theirs = importlib.import_module("pynumaflow.batchmapper")
     assert bm.__all__ == theirs.__all__
-    for name in ("Datum", "Message", "BatchMapAsyncServer"):
+    for name in ("Datum", "Message"):
         mine = inspect.signature(getattr(bm, name)).parameters
         their = inspect.signature(getattr(theirs, name)).parameters
         assert list(mine) == list(their), name
         defaults = [(p.name, p.default) for p in mine.values()]
         assert defaults == [(p.name, p.default) for p in their.values()], name
+    server, their_server = bm.BatchMapAsyncServer, theirs.BatchMapAsyncServer
+    assert parameter_names(server) == list(inspect.signature(their_server).parameters)
+    assert server_settings(server(flatmap_function)) == server_settings(
+        their_server(flatmap_function)
+    )
     for method in ("from_id", "with_msgs", "append", "items"):
         mine = list(inspect.signature(getattr(bm.BatchResponse, method)).parameters)
         assert mine == list(inspect.signature(getattr(theirs.BatchResponse, method)).parameters)

@@ -52,6 +52,7 @@ from flowspark.sourcetransformer import (
     SourceTransformMultiProcServer,
     SourceTransformServer,
 )
+from tests.pynumaflow_servers import parameter_names, server_settings
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "numaflow" / "udfs"
 T0 = utc_from_ms(1_700_000_000_000)
@@ -734,12 +735,18 @@ def test_the_face_matches_pynumaflows_names_and_signatures():
     import flowspark.sourcetransformer as face
 
     assert set(pnf.__all__) - set(face.__all__) == {"UserMetadata", "SystemMetadata"}
-    for name in ("Message", "Datum", "SourceTransformServer", "SourceTransformAsyncServer"):
+    for name in ("Message", "Datum"):
         mine = list(inspect.signature(getattr(face, name)).parameters)
         theirs = list(inspect.signature(getattr(pnf, name)).parameters)
         assert mine == theirs, name
-    mine = list(inspect.signature(face.SourceTransformMultiProcServer).parameters)
-    assert mine == list(inspect.signature(pnf.SourceTransformMultiProcServer).parameters)
+    for name in (
+        "SourceTransformServer",
+        "SourceTransformAsyncServer",
+        "SourceTransformMultiProcServer",
+    ):
+        server, their_server = getattr(face, name), getattr(pnf, name)
+        assert parameter_names(server) == list(inspect.signature(their_server).parameters)
+        assert server_settings(server(stamp_2020)) == server_settings(their_server(stamp_2020))
     assert face.DROP == pnf.DROP
 
 

@@ -3,6 +3,7 @@ offsets kept until a commit and acked then, pending, errors, the pipeline spec."
 
 from __future__ import annotations
 
+import inspect
 import pickle
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -19,6 +20,7 @@ from flowspark.pipeline.udfs import server_from_script
 from flowspark.runtime.input_offsets import InputSpec
 from flowspark.runtime.polling import DriverReadOffsets
 from flowspark.shared.asynciter import NonBlockingIterator
+from tests.pynumaflow_servers import parameter_names, server_settings
 
 UDFS = Path(__file__).resolve().parents[2] / "examples" / "numaflow" / "udfs"
 
@@ -57,7 +59,7 @@ class Counting(fs.Sourcer):
 
 
 def test_the_face_exports_pynumaflows_names_and_types_behave_alike():
-    assert fs.__all__ == pnf.__all__
+    assert sorted(fs.__all__) == sorted(pnf.__all__)
     with pytest.raises(TypeError, match="Wrong data type: <class 'str'> for ReadRequest"):
         fs.ReadRequest(num_records="1", timeout_in_ms=1)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="for Pending.count"):
@@ -70,6 +72,9 @@ def test_the_face_exports_pynumaflows_names_and_types_behave_alike():
     server = fs.SourceAsyncServer(Counting())
     assert server.sock_path == "unix:///var/run/numaflow/source.sock"
     assert server.kind == "source"
+    their_parameters = list(inspect.signature(pnf.SourceAsyncServer).parameters)
+    assert parameter_names(fs.SourceAsyncServer) == their_parameters
+    assert server_settings(server) == server_settings(pnf.SourceAsyncServer(Counting()))
 
 
 def test_a_read_becomes_datums_and_its_offsets_are_acked_once_committed():

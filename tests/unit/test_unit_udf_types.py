@@ -10,6 +10,7 @@ import asyncio
 import copy
 import functools
 import importlib
+import inspect
 import operator
 import pickle
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
@@ -54,6 +55,7 @@ from flowspark.serve import (
 from flowspark.shared.asynciter import STREAM_EOF, NonBlockingIterator
 from flowspark.shared.times import naive_as_utc_to_ms
 from tests.pynumaflow_pages import FlatMapStream, ReduceCounter, StreamSorter
+from tests.pynumaflow_servers import parameter_names, server_settings
 
 PLUS2 = timezone(timedelta(hours=2))
 ET = datetime.fromtimestamp(1662998400, UTC)  # 2022-09-12 16:00:00 UTC
@@ -961,6 +963,47 @@ def test_start_hands_the_server_to_the_engine(monkeypatch: pytest.MonkeyPatch) -
     server = AccumulatorAsyncServer(StreamSorter, init_args=(0,))
     server.start()
     assert served == [server]
+
+
+# What pynumaflow's servers take after the handler, flowspark's as keyword-only options.
+SERVERS = [
+    ("mapstreamer", "MapStreamAsyncServer"),
+    ("batchmapper", "BatchMapAsyncServer"),
+    ("reducestreamer", "ReduceStreamAsyncServer"),
+    ("accumulator", "AccumulatorAsyncServer"),
+    ("mapper", "MapServer"),
+    ("mapper", "MapAsyncServer"),
+    ("reducer", "ReduceAsyncServer"),
+    ("sinker", "SinkServer"),
+    ("sinker", "SinkAsyncServer"),
+    ("sourcetransformer", "SourceTransformServer"),
+    ("sourcetransformer", "SourceTransformAsyncServer"),
+    ("sourcetransformer", "SourceTransformMultiProcServer"),
+    ("sideinput", "SideInputServer"),
+]
+
+
+def any_handler(*args: Any) -> None:
+    """A function: what every server takes as its handler."""
+
+
+@pytest.mark.parametrize(("module", "name"), SERVERS)
+def test_servers_take_pynumaflows_keywords_with_its_defaults(module: str, name: str) -> None:
+    theirs = getattr(importlib.import_module(f"pynumaflow.{module}"), name)
+    mine = getattr(importlib.import_module(f"flowspark.{module}"), name)
+    assert sorted(parameter_names(mine)) == sorted(inspect.signature(theirs).parameters)
+    assert server_settings(mine(any_handler)) == server_settings(theirs(any_handler))
+    given = {"sock_path": "/tmp/u.sock", "max_message_size": 5, "max_threads": 99}
+    given["server_info_file"] = "/tmp/u-info"
+    assert server_settings(mine(any_handler, **given)) == server_settings(
+        theirs(any_handler, **given)
+    )
+    unexpected = f"^{name}.__init__\\(\\) got an unexpected keyword argument 'sock'$"
+    with pytest.raises(TypeError, match=unexpected):
+        mine(any_handler, sock="/tmp/u.sock")
+    if "shutdown_callback" not in inspect.signature(theirs).parameters:
+        with pytest.raises(TypeError, match="unexpected keyword argument 'shutdown_callback'"):
+            mine(any_handler, shutdown_callback=print)
 
 
 # -------------------------------------------------------------------------- public modules

@@ -24,7 +24,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 from flowspark.api.udf.handlers import (
     Accumulator,
@@ -37,10 +37,14 @@ from flowspark.api.udf.handlers import (
 
 __all__ = [
     "capturing_servers",
+    "ServerOptions",
+    "AsyncServerOptions",
+    "PerKeyOptions",
     "set_server_options",
     "start_or_capture",
     "host_servers",
     "NumaflowServer",
+    "OneHandlerServer",
     "handler_factory",
     "derives_from",
     "handler_callable",
@@ -186,14 +190,69 @@ def handler_factory(
     return _SharedHandler(handler_callable(server_or_handler, base))
 
 
+class ServerOptions(TypedDict, total=False):
+    """The settings every pynumaflow server takes after its handler (keyword-only here).
+
+    Their defaults are pynumaflow's: the server's own ``sock_path`` and
+    ``server_info_file`` (its ``default_paths``), :data:`MAX_MESSAGE_SIZE` and
+    :data:`NUM_THREADS_DEFAULT` threads (at most :data:`MAX_NUM_THREADS` are kept).
+    """
+
+    sock_path: str
+    max_message_size: int
+    max_threads: int
+    server_info_file: str
+
+
+class AsyncServerOptions(ServerOptions, total=False):
+    """An async server's settings: :class:`ServerOptions` and a ``shutdown_callback``
+    (recorded; ``None`` by default)."""
+
+    shutdown_callback: Callable[..., Any] | None
+
+
+class PerKeyOptions(AsyncServerOptions, total=False):
+    """The settings of a server whose handler class is built per key:
+    :class:`AsyncServerOptions` and that class's ``init_args`` (default ``()``) and
+    ``init_kwargs`` (default ``None``: none)."""
+
+    init_args: tuple[Any, ...]
+    init_kwargs: dict[str, Any] | None
+
+
 def set_server_options(
-    server: Any, sock_path: str, max_message_size: int, max_threads: int, server_info_file: str
+    server: Any,
+    options: ServerOptions,
+    default_paths: tuple[str, str],
+    accepted: frozenset[str] = ServerOptions.__optional_keys__,
 ) -> None:
-    """pynumaflow's settings attributes of a server, as its servers set them."""
-    server.sock_path = f"unix://{sock_path}"
+    """pynumaflow's settings attributes of ``server``, as its servers set them, from the
+    keyword arguments it was given; ``default_paths``: its default ``sock_path`` and
+    ``server_info_file``. A keyword not in ``accepted`` raises ``TypeError``, as for
+    any function.
+
+    >>> class Server: ...
+    >>> server = Server()
+    >>> set_server_options(server, {"max_threads": 32}, ("/tmp/s.sock", "/tmp/info"))
+    >>> server.sock_path, server.max_threads, server.server_info_file
+    ('unix:///tmp/s.sock', 16, '/tmp/info')
+    >>> set_server_options(server, {"sock": "/tmp/x"}, ("/tmp/s.sock", "/tmp/info"))
+    Traceback (most recent call last):
+    ...
+    TypeError: Server.__init__() got an unexpected keyword argument 'sock'
+    """
+    unexpected = [name for name in options if name not in accepted]
+    if unexpected:
+        raise TypeError(
+            f"{type(server).__name__}.__init__() got an unexpected keyword argument "
+            f"{unexpected[0]!r}"
+        )
+    sock_path, server_info_file = default_paths
+    max_message_size = options.get("max_message_size", MAX_MESSAGE_SIZE)
+    server.sock_path = f"unix://{options.get('sock_path', sock_path)}"
     server.max_message_size = max_message_size
-    server.max_threads = min(max_threads, MAX_NUM_THREADS)
-    server.server_info_file = server_info_file
+    server.max_threads = min(options.get("max_threads", NUM_THREADS_DEFAULT), MAX_NUM_THREADS)
+    server.server_info_file = options.get("server_info_file", server_info_file)
     server._server_options = [
         ("grpc.max_send_message_length", max_message_size),
         ("grpc.max_receive_message_length", max_message_size),
@@ -205,15 +264,24 @@ class NumaflowServer:
     settings attributes (see :mod:`flowspark.serve` for the servers)."""
 
     kind: ClassVar[str]
+    default_paths: ClassVar[tuple[str, str]]
+    """The default ``sock_path`` and ``server_info_file`` (pynumaflow's)."""
     make_handler: Callable[[], Callable[..., Any]]
     """Zero-argument callable producing the handler for one key."""
     _server_options: list[tuple[str, int]]
     """gRPC options, as pynumaflow's servers keep them (:func:`set_server_options`)."""
 
-    def _set_options(
-        self, sock_path: str, max_message_size: int, max_threads: int, server_info_file: str
+    def _set_options(self, options: ServerOptions) -> None:
+        set_server_options(self, options, self.default_paths)
+
+    def _set_async_options(
+        self,
+        options: AsyncServerOptions,
+        accepted: frozenset[str] = AsyncServerOptions.__optional_keys__,
     ) -> None:
-        set_server_options(self, sock_path, max_message_size, max_threads, server_info_file)
+        """:meth:`_set_options`, and an async server's ``shutdown_callback``."""
+        set_server_options(self, options, self.default_paths, accepted)
+        self.shutdown_callback = options.get("shutdown_callback")
 
     def _one_handler(self, handler: Any, resolve: Callable[[Any], Callable[..., Any]]) -> None:
         """Take one handler (``.handler``) for every datum: ``resolve(handler)`` checks it
@@ -222,26 +290,26 @@ class NumaflowServer:
         self.handler = handler
         self.make_handler = functools.partial(resolve, handler)
 
-    def _per_key(
-        self,
-        handler: Any,
-        init_args: tuple[Any, ...],
-        init_kwargs: dict[str, Any] | None,
-        sock_path: str,
-        max_message_size: int,
-        max_threads: int,
-        server_info_file: str,
-        shutdown_callback: Callable[..., Any] | None,
-    ) -> None:
-        """Set up a server whose handler is a function or a class built per key."""
-        self.init_args = init_args
-        self.init_kwargs = init_kwargs or {}
-        self.make_handler = handler_factory(handler, self.kind, init_args, self.init_kwargs)
-        self._set_options(sock_path, max_message_size, max_threads, server_info_file)
-        self.shutdown_callback = shutdown_callback
+    def _per_key(self, handler: Any, options: PerKeyOptions) -> None:
+        """Set up an async server whose handler is a function or a class built per key."""
+        self._set_async_options(options, PerKeyOptions.__optional_keys__)
+        self.init_args = options.get("init_args", ())
+        self.init_kwargs = options.get("init_kwargs") or {}
+        self.make_handler = handler_factory(handler, self.kind, self.init_args, self.init_kwargs)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(kind={self.kind!r}, handler={self.make_handler!r})"
+
+
+class OneHandlerServer(NumaflowServer):
+    """A server whose one handler, kept as ``.handler``, serves every datum (the sink and
+    source-transform servers)."""
+
+    udf_kind: ClassVar[str]
+    """The same as ``kind`` (these servers have both names)."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(handler={self.handler!r})"
 
 
 # While set, ``start()`` of any server records the server instead of running it:

@@ -25,12 +25,11 @@ import os
 from abc import ABCMeta, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, TypeAlias, Unpack
 
 from flowspark.api.udf.servers import (
-    MAX_MESSAGE_SIZE,
-    NUM_THREADS_DEFAULT,
     NumaflowServer,
+    ServerOptions,
     derives_from,
     set_server_options,
     start_or_capture,
@@ -40,6 +39,7 @@ __all__ = [
     "Response",
     "SideInput",
     "SideInputServer",
+    "SideInputOptions",
     "retriever",
     "SIDE_INPUT_DIR_PATH",
     "SIDE_INPUT_DIR_ENV",
@@ -102,6 +102,13 @@ def retriever(handler: Any) -> RetrieverHandlerCallable:
     return handler
 
 
+class SideInputOptions(ServerOptions, total=False):
+    """The side-input server's settings: :class:`~flowspark.api.udf.servers.ServerOptions`
+    and the directory its values are written to (default ``SIDE_INPUT_DIR_PATH``)."""
+
+    side_input_dir_path: str
+
+
 class SideInputServer(NumaflowServer):
     """pynumaflow's ``sideinput.SideInputServer``: a ``SideInput`` instance or a function.
 
@@ -111,21 +118,16 @@ class SideInputServer(NumaflowServer):
     """
 
     kind: ClassVar[str] = "side_input"
+    default_paths = (SIDE_INPUT_SOCK_PATH, SIDE_INPUT_SERVER_INFO_FILE_PATH)
 
     def __init__(
-        self,
-        side_input_instance: RetrieverCallable,
-        sock_path: str = SIDE_INPUT_SOCK_PATH,
-        max_message_size: int = MAX_MESSAGE_SIZE,
-        max_threads: int = NUM_THREADS_DEFAULT,
-        side_input_dir_path: str = SIDE_INPUT_DIR_PATH,
-        server_info_file: str = SIDE_INPUT_SERVER_INFO_FILE_PATH,
+        self, side_input_instance: RetrieverCallable, **options: Unpack[SideInputOptions]
     ) -> None:
+        set_server_options(self, options, self.default_paths, SideInputOptions.__optional_keys__)
         self._one_handler(side_input_instance, retriever)
         self.retrieve: RetrieverHandlerCallable = self.make_handler()
         self.side_input_instance = side_input_instance
-        self.side_input_dir_path = side_input_dir_path
-        set_server_options(self, sock_path, max_message_size, max_threads, server_info_file)
+        self.side_input_dir_path = options.get("side_input_dir_path", SIDE_INPUT_DIR_PATH)
 
     def start(self) -> None:
         """Retrieve once and print the response (recorded instead inside a pipeline run)."""

@@ -1,10 +1,11 @@
 """pynumaflow 0.14's ``pynumaflow.sinker`` data types, handler ABC and server settings.
 
-Names, constructor signatures and properties follow pynumaflow 0.14. The server
-classes here only record the handler and pynumaflow's settings; their ``start()``
-lives above the engine, in :mod:`flowspark.sinker`. :func:`run_sink_handler` calls
-a handler (a :class:`Sinker` instance, a function, or an ``async`` one of either)
-with one batch of datums and returns its responses.
+Names, constructor signatures and properties follow pynumaflow 0.14 (a server's
+settings are keyword-only). The server classes here only record the handler and
+pynumaflow's settings; their ``start()`` lives above the engine, in
+:mod:`flowspark.sinker`. :func:`run_sink_handler` calls a handler (a :class:`Sinker`
+instance, a function, or an ``async`` one of either) with one batch of datums and
+returns its responses.
 
 User/system metadata are stored as given (flowspark does not fill them).
 
@@ -27,13 +28,13 @@ from abc import ABCMeta, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar, Unpack
 
 from flowspark.api.udf.handlers import _CallsHandler
 from flowspark.api.udf.servers import (
-    MAX_MESSAGE_SIZE,
-    NUM_THREADS_DEFAULT,
-    NumaflowServer,
+    AsyncServerOptions,
+    OneHandlerServer,
+    ServerOptions,
     handler_callable,
 )
 from flowspark.api.udf.types import MetadataDatum as _BaseDatum
@@ -69,8 +70,17 @@ ON_SUCCESS_SINK_SERVER_INFO_FILE_PATH = "/var/run/numaflow/ons-sinker-server-inf
 ENV_UD_CONTAINER_TYPE = "NUMAFLOW_UD_CONTAINER_TYPE"
 UD_CONTAINER_FALLBACK_SINK = "fb-udsink"
 UD_CONTAINER_ON_SUCCESS_SINK = "ons-udsink"
+# The socket and server-info paths each container type serves at (as pynumaflow's).
+_CONTAINER_PATHS = {
+    UD_CONTAINER_FALLBACK_SINK: (FALLBACK_SINK_SOCK_PATH, FALLBACK_SINK_SERVER_INFO_FILE_PATH),
+    UD_CONTAINER_ON_SUCCESS_SINK: (
+        ON_SUCCESS_SINK_SOCK_PATH,
+        ON_SUCCESS_SINK_SERVER_INFO_FILE_PATH,
+    ),
+}
 
 R = TypeVar("R")
+_Options = TypeVar("_Options", bound=ServerOptions)
 
 
 # ------------------------------------------------------------------------------- datum
@@ -258,7 +268,16 @@ def run_sink_handler(handler: Any, datums: Iterable[Datum]) -> list[Any]:
 # ----------------------------------------------------------------------------- servers
 
 
-class _SinkServerBase(NumaflowServer):
+def _in_container(options: _Options) -> _Options:
+    """``options`` with the fallback / onSuccess sink's paths where
+    ``NUMAFLOW_UD_CONTAINER_TYPE`` names that container (over given ones, as pynumaflow)."""
+    container_paths = _CONTAINER_PATHS.get(os.getenv(ENV_UD_CONTAINER_TYPE, ""))
+    if container_paths is not None:
+        options["sock_path"], options["server_info_file"] = container_paths
+    return options
+
+
+class _SinkServerBase(OneHandlerServer):
     """What both sink servers share: the handler (``.handler``) and pynumaflow's settings.
 
     With ``NUMAFLOW_UD_CONTAINER_TYPE`` set to ``fb-udsink`` / ``ons-udsink`` the
@@ -266,63 +285,27 @@ class _SinkServerBase(NumaflowServer):
     pynumaflow. ``start()`` is defined by :mod:`flowspark.sinker`.
     """
 
-    kind: ClassVar[str] = "sink"
-    udf_kind: ClassVar[str] = "sink"
+    kind = udf_kind = "sink"
+    default_paths = (SINK_SOCK_PATH, SINK_SERVER_INFO_FILE_PATH)
 
-    def _setup(
-        self,
-        sinker_instance: Any,
-        sock_path: str,
-        max_message_size: int,
-        max_threads: int,
-        server_info_file: str,
-    ) -> None:
-        self.sinker_instance = sinker_instance
-        container = os.getenv(ENV_UD_CONTAINER_TYPE, "")
-        if container == UD_CONTAINER_FALLBACK_SINK:
-            sock_path, server_info_file = (
-                FALLBACK_SINK_SOCK_PATH,
-                FALLBACK_SINK_SERVER_INFO_FILE_PATH,
-            )
-        elif container == UD_CONTAINER_ON_SUCCESS_SINK:
-            sock_path, server_info_file = (
-                ON_SUCCESS_SINK_SOCK_PATH,
-                ON_SUCCESS_SINK_SERVER_INFO_FILE_PATH,
-            )
+    def _setup(self, sinker_instance: Any) -> None:
         self._one_handler(sinker_instance, sink_handler)
-        self._set_options(sock_path, max_message_size, max_threads, server_info_file)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(handler={self.handler!r})"
+        self.sinker_instance = sinker_instance
 
 
 class SinkServer(_SinkServerBase):
     """pynumaflow's ``sinker.SinkServer``: a Sinker instance or a function
     ``handler(datums: Iterator[Datum]) -> Responses``."""
 
-    def __init__(
-        self,
-        sinker_instance: Any,
-        sock_path: str = SINK_SOCK_PATH,
-        max_message_size: int = MAX_MESSAGE_SIZE,
-        max_threads: int = NUM_THREADS_DEFAULT,
-        server_info_file: str = SINK_SERVER_INFO_FILE_PATH,
-    ) -> None:
-        self._setup(sinker_instance, sock_path, max_message_size, max_threads, server_info_file)
+    def __init__(self, sinker_instance: Any, **options: Unpack[ServerOptions]) -> None:
+        self._set_options(_in_container(options))
+        self._setup(sinker_instance)
 
 
 class SinkAsyncServer(_SinkServerBase):
     """pynumaflow's ``sinker.SinkAsyncServer``: a Sinker instance with an ``async``
     handler or an async function ``handler(datums: AsyncIterable[Datum]) -> Responses``."""
 
-    def __init__(
-        self,
-        sinker_instance: Any,
-        sock_path: str = SINK_SOCK_PATH,
-        max_message_size: int = MAX_MESSAGE_SIZE,
-        max_threads: int = NUM_THREADS_DEFAULT,
-        server_info_file: str = SINK_SERVER_INFO_FILE_PATH,
-        shutdown_callback: Callable[..., Any] | None = None,
-    ) -> None:
-        self._setup(sinker_instance, sock_path, max_message_size, max_threads, server_info_file)
-        self.shutdown_callback = shutdown_callback
+    def __init__(self, sinker_instance: Any, **options: Unpack[AsyncServerOptions]) -> None:
+        self._set_async_options(_in_container(options))
+        self._setup(sinker_instance)

@@ -21,7 +21,8 @@ from abc import ABCMeta, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeAlias
+from operator import attrgetter
+from typing import Any, Generic, Self, TypeAlias, TypeVar, overload
 
 from flowspark.api.udf.types import _validate_message_fields
 
@@ -38,6 +39,25 @@ __all__ = [
     "UserMetadata",
     "get_default_partitions",
 ]
+
+
+_T = TypeVar("_T")
+
+
+class _Getter(Generic[_T]):
+    """A read-only property giving the attribute ``attr``, typed ``_T``. Assigned without
+    an annotation (``name = _Getter[T]("_attr", "doc")``), it is no dataclass field."""
+
+    def __init__(self, attr: str, doc: str) -> None:
+        self._get = attrgetter(attr)
+        self.__doc__ = doc
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any]) -> Self: ...
+    @overload
+    def __get__(self, obj: object, owner: type[Any]) -> _T: ...
+    def __get__(self, obj: object, owner: type[Any]) -> Any:
+        return self if obj is None else self._get(obj)
 
 
 def get_default_partitions() -> list[int]:
@@ -137,15 +157,8 @@ class Offset:
         """``{"offset": bytes, "partition_id": int}``."""
         return {"offset": self._offset, "partition_id": self._partition_id}
 
-    @property
-    def offset(self) -> bytes:
-        """The offset's bytes."""
-        return self._offset
-
-    @property
-    def partition_id(self) -> int:
-        """The partition the message belongs to."""
-        return self._partition_id
+    offset = _Getter[bytes]("_offset", "The offset's bytes.")
+    partition_id = _Getter[int]("_partition_id", "The partition the message belongs to.")
 
 
 @dataclass(init=False, slots=True)
@@ -176,35 +189,14 @@ class Message:
         self._headers = headers or {}
         self._user_metadata = user_metadata or UserMetadata()
 
-    @property
-    def payload(self) -> bytes:
-        """The message's bytes."""
-        return self._payload
-
-    @property
-    def keys(self) -> list[str]:
-        """The message's keys."""
-        return self._keys
-
-    @property
-    def offset(self) -> Offset:
-        """The message's offset (what ``ack_handler`` gets back)."""
-        return self._offset
-
-    @property
-    def event_time(self) -> datetime:
-        """The message's event time (a naive one counts as UTC)."""
-        return self._event_time
-
-    @property
-    def headers(self) -> dict[str, str]:
-        """The message's headers."""
-        return self._headers
-
-    @property
-    def user_metadata(self) -> UserMetadata:
-        """The message's user metadata."""
-        return self._user_metadata
+    payload = _Getter[bytes]("_payload", "The message's bytes.")
+    keys = _Getter[list[str]]("_keys", "The message's keys.")
+    offset = _Getter[Offset]("_offset", "The message's offset (what ``ack_handler`` gets back).")
+    event_time = _Getter[datetime](
+        "_event_time", "The message's event time (a naive one counts as UTC)."
+    )
+    headers = _Getter[dict[str, str]]("_headers", "The message's headers.")
+    user_metadata = _Getter[UserMetadata]("_user_metadata", "The message's user metadata.")
 
 
 def _int_field(value: Any, what: str) -> int:
@@ -224,15 +216,8 @@ class ReadRequest:
         self._num_records = _int_field(num_records, "ReadRequest.num_records")
         self._timeout_in_ms = _int_field(timeout_in_ms, "ReadRequest.timeout_in_ms")
 
-    @property
-    def num_records(self) -> int:
-        """The most messages to read."""
-        return self._num_records
-
-    @property
-    def timeout_in_ms(self) -> int:
-        """The time the read may take, in milliseconds."""
-        return self._timeout_in_ms
+    num_records = _Getter[int]("_num_records", "The most messages to read.")
+    timeout_in_ms = _Getter[int]("_timeout_in_ms", "The time the read may take, in milliseconds.")
 
 
 @dataclass(init=False, slots=True)
@@ -244,10 +229,7 @@ class _OffsetsRequest:
     def __init__(self, offsets: list[Offset]) -> None:
         self._offsets = offsets
 
-    @property
-    def offsets(self) -> list[Offset]:
-        """The offsets the request is about."""
-        return self._offsets
+    offsets = _Getter[list[Offset]]("_offsets", "The offsets the request is about.")
 
 
 @dataclass(init=False, slots=True)
@@ -269,10 +251,7 @@ class PendingResponse:
     def __init__(self, count: int) -> None:
         self._count = _int_field(count, "Pending.count")
 
-    @property
-    def count(self) -> int:
-        """The number of pending messages."""
-        return self._count
+    count = _Getter[int]("_count", "The number of pending messages.")
 
 
 @dataclass(init=False, slots=True)
@@ -286,10 +265,7 @@ class PartitionsResponse:
             raise TypeError(f"Wrong data type: {type(partitions)} for Partition.partitions")
         self._partitions = partitions
 
-    @property
-    def partitions(self) -> list[int]:
-        """The active partition ids."""
-        return self._partitions
+    partitions = _Getter[list[int]]("_partitions", "The active partition ids.")
 
 
 class Sourcer(metaclass=ABCMeta):

@@ -3,8 +3,9 @@
 A source transformer runs on every message a source reads, before the source
 watermark is computed: it may change the value, keys, tags and **event time**
 of a message, or drop it. Names, constructor signatures and properties follow
-pynumaflow 0.14. The server classes here only record the handler and
-pynumaflow's settings; their ``start()`` lives in :mod:`flowspark.sourcetransformer`.
+pynumaflow 0.14 (a server's settings are keyword-only). The server classes here
+only record the handler and pynumaflow's settings; their ``start()`` lives in
+:mod:`flowspark.sourcetransformer`.
 User/system metadata are stored as given (flowspark does not fill them).
 
 >>> from datetime import datetime, timezone
@@ -24,13 +25,13 @@ import os
 from abc import ABCMeta, abstractmethod
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, Unpack
 
 from flowspark.api.udf.handlers import _CallsHandler
 from flowspark.api.udf.servers import (
-    MAX_MESSAGE_SIZE,
-    NUM_THREADS_DEFAULT,
-    NumaflowServer,
+    AsyncServerOptions,
+    OneHandlerServer,
+    ServerOptions,
     handler_callable,
 )
 from flowspark.api.udf.times import UTCDateTime, as_utc
@@ -142,44 +143,25 @@ def transform_handler(handler: Any) -> Callable[..., Any]:
     return handler_callable(handler, SourceTransformer)
 
 
-class _SourceTransformServerBase(NumaflowServer):
+class _SourceTransformServerBase(OneHandlerServer):
     """What the source-transform servers share: the handler (``.handler``) and
     pynumaflow's settings. ``start()`` is defined by :mod:`flowspark.sourcetransformer`."""
 
-    kind: ClassVar[str] = "sourcetransform"
-    udf_kind: ClassVar[str] = "sourcetransform"
+    kind = udf_kind = "sourcetransform"
+    default_paths = (SOURCE_TRANSFORMER_SOCK_PATH, SOURCE_TRANSFORMER_SERVER_INFO_FILE_PATH)
 
-    def _setup(
-        self,
-        source_transform_instance: Any,
-        sock_path: str,
-        max_message_size: int,
-        max_threads: int,
-        server_info_file: str,
-    ) -> None:
+    def _setup(self, source_transform_instance: Any) -> None:
         self._one_handler(source_transform_instance, transform_handler)
         self.source_transform_instance = source_transform_instance
-        self._set_options(sock_path, max_message_size, max_threads, server_info_file)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(handler={self.handler!r})"
 
 
 class SourceTransformServer(_SourceTransformServerBase):
     """pynumaflow's ``sourcetransformer.SourceTransformServer``: a SourceTransformer
     instance or a function ``handler(keys, datum) -> Messages``."""
 
-    def __init__(
-        self,
-        source_transform_instance: Any,
-        sock_path: str = SOURCE_TRANSFORMER_SOCK_PATH,
-        max_message_size: int = MAX_MESSAGE_SIZE,
-        max_threads: int = NUM_THREADS_DEFAULT,
-        server_info_file: str = SOURCE_TRANSFORMER_SERVER_INFO_FILE_PATH,
-    ) -> None:
-        self._setup(
-            source_transform_instance, sock_path, max_message_size, max_threads, server_info_file
-        )
+    def __init__(self, source_transform_instance: Any, **options: Unpack[ServerOptions]) -> None:
+        self._set_options(options)
+        self._setup(source_transform_instance)
 
 
 class SourceTransformAsyncServer(_SourceTransformServerBase):
@@ -187,18 +169,10 @@ class SourceTransformAsyncServer(_SourceTransformServerBase):
     instance with an ``async`` handler or an async function ``handler(keys, datum)``."""
 
     def __init__(
-        self,
-        source_transform_instance: Any,
-        sock_path: str = SOURCE_TRANSFORMER_SOCK_PATH,
-        max_message_size: int = MAX_MESSAGE_SIZE,
-        max_threads: int = NUM_THREADS_DEFAULT,
-        server_info_file: str = SOURCE_TRANSFORMER_SERVER_INFO_FILE_PATH,
-        shutdown_callback: Callable[..., Any] | None = None,
+        self, source_transform_instance: Any, **options: Unpack[AsyncServerOptions]
     ) -> None:
-        self._setup(
-            source_transform_instance, sock_path, max_message_size, max_threads, server_info_file
-        )
-        self.shutdown_callback = shutdown_callback
+        self._set_async_options(options)
+        self._setup(source_transform_instance)
 
 
 class SourceTransformMultiProcServer(_SourceTransformServerBase):
@@ -210,13 +184,9 @@ class SourceTransformMultiProcServer(_SourceTransformServerBase):
         self,
         source_transform_instance: Any,
         server_count: int = _PROCESS_COUNT,
-        sock_path: str = SOURCE_TRANSFORMER_SOCK_PATH,
-        max_message_size: int = MAX_MESSAGE_SIZE,
-        max_threads: int = NUM_THREADS_DEFAULT,
-        server_info_file: str = SOURCE_TRANSFORMER_SERVER_INFO_FILE_PATH,
+        **options: Unpack[ServerOptions],
     ) -> None:
-        self._setup(
-            source_transform_instance, sock_path, max_message_size, max_threads, server_info_file
-        )
+        self._set_options(options)
+        self._setup(source_transform_instance)
         self._process_count = min(server_count, 2 * _PROCESS_COUNT)
         self._server_options += [("grpc.so_reuseport", 1), ("grpc.so_reuseaddr", 1)]
