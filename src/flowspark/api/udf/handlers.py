@@ -23,14 +23,15 @@ from flowspark.shared.asynciter import NonBlockingIterator
 __all__ = ["MapStreamer", "ReduceStreamer", "Accumulator", "Mapper", "Reducer", "BatchMapper"]
 
 
-class _CallsHandler:
-    """Calling the instance calls ``handler`` with the same arguments."""
+class _CallsHandler(metaclass=ABCMeta):  # noqa: B024 - each subclass declares its handler
+    """The base of the handler ABCs (their ``ABCMeta``): calling an instance calls its
+    abstract ``handler`` with the same arguments."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.handler(*args, **kwargs)  # type: ignore[attr-defined]
 
 
-class MapStreamer(_CallsHandler, metaclass=ABCMeta):
+class MapStreamer(_CallsHandler):
     """A map-stream UDF: one async generator run per input datum.
 
     flowspark uses one instance for all datums (like pynumaflow's server).
@@ -42,7 +43,7 @@ class MapStreamer(_CallsHandler, metaclass=ABCMeta):
         raise NotImplementedError
 
 
-class ReduceStreamer(_CallsHandler, metaclass=ABCMeta):
+class ReduceStreamer(_CallsHandler):
     """A reduce-stream UDF: a new instance per (window, keys), results put on ``output``."""
 
     @abstractmethod
@@ -57,7 +58,7 @@ class ReduceStreamer(_CallsHandler, metaclass=ABCMeta):
         raise NotImplementedError
 
 
-class Accumulator(_CallsHandler, metaclass=ABCMeta):
+class Accumulator(_CallsHandler):
     """An accumulator UDF: a new instance per key opening; keys are on each datum."""
 
     @abstractmethod
@@ -70,7 +71,7 @@ class Accumulator(_CallsHandler, metaclass=ABCMeta):
         raise NotImplementedError
 
 
-class Mapper(_CallsHandler, metaclass=ABCMeta):
+class Mapper(_CallsHandler):
     """A (synchronous) map UDF: the messages for one datum, all at once."""
 
     @abstractmethod
@@ -79,7 +80,7 @@ class Mapper(_CallsHandler, metaclass=ABCMeta):
         raise NotImplementedError
 
 
-class Reducer(_CallsHandler, metaclass=ABCMeta):
+class Reducer(_CallsHandler):
     """A reduce UDF: a new instance per (window, keys); the messages are returned at window end."""
 
     @abstractmethod
@@ -90,7 +91,7 @@ class Reducer(_CallsHandler, metaclass=ABCMeta):
         raise NotImplementedError
 
 
-class BatchMapper(_CallsHandler, metaclass=ABCMeta):
+class BatchMapper(_CallsHandler):
     """A batch-map UDF: one call per batch of datums, one answer per request id.
 
     flowspark uses one instance for all batches (like pynumaflow's server).
