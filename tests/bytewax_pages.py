@@ -60,6 +60,28 @@ def check(running_count, item):
         return running_count, None
 
 
+def self_as_key(item):
+    return item, item
+
+
+def remove_none_and_key(key_item):
+    key, item = key_item
+    if item is None:
+        return []
+    else:
+        return [item]
+
+
+def remove_duplicates_example(inp: list[Any], output: Any) -> Dataflow:
+    flow = Dataflow()
+    flow.input("inp", TestingInput(inp))
+    flow.map(self_as_key)
+    flow.stateful_map("remove_duplicates", build_count, check)
+    flow.flat_map(remove_none_and_key)
+    flow.output("out", output)
+    return flow
+
+
 # -- reduce_window: count per 10 s ---------------------------------------------------------
 
 

@@ -3,72 +3,36 @@
 Each builder takes the module the page's code imports from (``flowspark.accumulator``
 or ``pynumaflow.accumulator`` …: the import prefix is all that differs) and returns
 the page's code bound to it, so both systems run the same user code (the batch-map
-example's is read from its file under ``examples/``). The handlers are built when
-called, so that importing this module imports neither system.
+and the accumulator examples' are read from their files under ``examples/``). The
+handlers are built when called, so that importing this module imports neither system.
 """
 
 from __future__ import annotations
+import __future__
 
+import ast
 from collections.abc import AsyncIterable, Callable
 from datetime import datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-BATCHMAP_EXAMPLE = (
-    Path(__file__).resolve().parents[2] / "examples" / "numaflow" / "udfs" / "batchmap_flatmap.py"
-)
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+BATCHMAP_EXAMPLE = EXAMPLES / "numaflow" / "udfs" / "batchmap_flatmap.py"
+JOIN_SORT_EXAMPLE = EXAMPLES / "numaflow_join_sort.py"
 
 
-def stream_sorter(accumulator: ModuleType, flush_at_end: bool = True) -> type:
-    """The spec's ``StreamSorter`` (pynumaflow accumulator example) on ``accumulator``.
-
-    As on the spec page, with its bug fixed (the loop reads ``async for datum in
-    datums``; the page's ``async for _`` leaves ``datum`` unbound) and everything
-    left flushed after the loop (the page's second version): a key's stream ends at
-    its ``CLOSE`` on pynumaflow, at the end of the input on flowspark. With
-    ``flush_at_end`` false, the page's first version: what the last watermark did not
-    pass stays in ``sorted_buffer``.
-    """
-    Datum, Message = accumulator.Datum, accumulator.Message
-
-    class StreamSorter(accumulator.Accumulator):
-        def __init__(self) -> None:
-            self.latest_wm = datetime.fromtimestamp(-1)
-            self.sorted_buffer: list[Datum] = []
-
-        async def handler(self, datums: AsyncIterable[Datum], output: Any) -> None:
-            async for datum in datums:
-                # If watermark has moved forward
-                if datum.watermark and datum.watermark > self.latest_wm:
-                    self.latest_wm = datum.watermark
-                    await self.flush_buffer(output)
-                self.insert_sorted(datum)
-            if flush_at_end:
-                await self.flush_buffer(output, flush_all=True)
-
-        def insert_sorted(self, datum: Datum) -> None:
-            # Binary insert to keep sorted buffer in order
-            left, right = 0, len(self.sorted_buffer)
-            while left < right:
-                mid = (left + right) // 2
-                if self.sorted_buffer[mid].event_time > datum.event_time:
-                    right = mid
-                else:
-                    left = mid + 1
-            self.sorted_buffer.insert(left, datum)
-
-        async def flush_buffer(self, output: Any, flush_all: bool = False) -> None:
-            i = 0
-            for datum in self.sorted_buffer:
-                if not flush_all and datum.event_time > self.latest_wm:
-                    break
-                await output.put(Message.from_datum(datum))
-                i += 1
-            # Remove flushed items
-            self.sorted_buffer = self.sorted_buffer[i:]
-
-    return StreamSorter
+def stream_sorter(accumulator: ModuleType) -> type:
+    """The accumulator page's ``StreamSorter`` (pynumaflow accumulator example) on
+    ``accumulator``: the class of ``examples/numaflow_join_sort.py``, which holds the
+    page's code with its bug fixed (the loop reads ``async for datum in datums``; the
+    page's ``async for _`` leaves ``datum`` unbound) and everything left flushed after
+    the loop (the page's second version): a key's stream ends at its ``CLOSE`` on
+    pynumaflow, at the end of the input on flowspark. Only the class is compiled, with
+    ``accumulator``'s ``Accumulator``, ``Datum`` and ``Message``: the example's flow is
+    not built."""
+    names = {name: getattr(accumulator, name) for name in ("Accumulator", "Datum", "Message")}
+    return _example_class(JOIN_SORT_EXAMPLE, "StreamSorter", {**names, "datetime": datetime})
 
 
 def map_stream_handler(mapstreamer: ModuleType) -> Callable[..., AsyncIterable[Any]]:
@@ -105,3 +69,21 @@ def batch_flatmap(batchmapper: ModuleType) -> type:
     namespace: dict[str, Any] = {"__name__": BATCHMAP_EXAMPLE.stem}  # not __main__: no server
     exec(compile(code, str(BATCHMAP_EXAMPLE), "exec"), namespace)
     return namespace["Flatmap"]
+
+
+def _example_class(path: Path, name: str, names: dict[str, Any]) -> type:
+    """Class ``name`` of the example file ``path``, compiled alone (annotations left
+    unevaluated, as under the file's ``from __future__ import annotations``) with
+    ``names`` for the names it uses."""
+    tree = ast.parse(path.read_text(), str(path))
+    [node] = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name]
+    code = compile(
+        ast.Module(body=[node], type_ignores=[]),
+        str(path),
+        "exec",
+        flags=__future__.annotations.compiler_flag,
+        dont_inherit=True,
+    )
+    namespace: dict[str, Any] = {"__name__": path.stem, **names}
+    exec(code, namespace)
+    return namespace[name]

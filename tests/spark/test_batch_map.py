@@ -23,6 +23,7 @@ from flowspark.pipeline.build import load
 from flowspark.runtime.errors import StepError
 from flowspark.testing import TestingInput, TestingOutput, run_main
 from tests.numaflow_log import log_records
+from tests.pipeline_yaml import pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
 UDFS = ROOT / "examples" / "numaflow" / "udfs"
@@ -182,26 +183,24 @@ if __name__ == "__main__":
     BatchMapAsyncServer(sizes).start()
 """
 
-SIZES_PIPELINE = """
-apiVersion: numaflow.numaproj.io/v1alpha1
-kind: Pipeline
-metadata:
-  name: sizes
-spec:
-  vertices:
-    - name: in
-      source:
-        generator: {rpu: 250, duration: 1s}
-    - name: sizes
-      limits: {readBatchSize: 100}
-      udf:
-        container: {image: my/batch-sizes:v1}
-    - name: out
-      sink: {log: {}}
-  edges:
-    - {from: in, to: sizes}
-    - {from: sizes, to: out}
-"""
+SIZES_PIPELINE = pipeline(
+    "sizes",
+    """
+    vertices:
+      - name: in
+        source:
+          generator: {rpu: 250, duration: 1s}
+      - name: sizes
+        limits: {readBatchSize: 100}
+        udf:
+          container: {image: my/batch-sizes:v1}
+      - name: out
+        sink: {log: {}}
+    edges:
+      - {from: in, to: sizes}
+      - {from: sizes, to: out}
+    """,
+)
 
 
 def test_the_vertex_read_batch_size_sets_the_batches(tmp_path):

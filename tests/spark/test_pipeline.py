@@ -5,7 +5,6 @@ blackhole sinks (HTTP sources: tests/spark/test_pipeline_http.py)."""
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ import pytest
 from flowspark.engine.query import RunConfig, run_flow
 from flowspark.pipeline.build import load
 from tests.numaflow_log import log_records
+from tests.pipeline_yaml import pipeline
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "numaflow"
 
@@ -60,34 +60,28 @@ if __name__ == "__main__":
     MapStreamAsyncServer(handler).start()
 """
 
-TAGGED = """
-apiVersion: numaflow.numaproj.io/v1alpha1
-kind: Pipeline
-metadata:
-  name: tagged
-  annotations:
-    flowspark.io/udf.even-odd: even_odd.py
-spec:
-  vertices:
-    - name: in
-      source:
-        generator: {rpu: 4, duration: 1s, keyCount: 4}
-    - name: even-odd
-      udf:
-        container: {image: my-registry/even-odd:v1}
-    - name: even-sink
-      sink: {log: {}}
-    - name: odd-sink
-      sink: {blackhole: {}}
-  edges:
-    - {from: in, to: even-odd}
-    - from: even-odd
-      to: even-sink
-      conditions: {tags: {values: [even-tag]}}
-    - from: even-odd
-      to: odd-sink
-      conditions: {tags: {operator: not, values: [even-tag]}}
+TAGGED_SPEC = """
+    vertices:
+      - name: in
+        source:
+          generator: {rpu: 4, duration: 1s, keyCount: 4}
+      - name: even-odd
+        udf:
+          container: {image: my-registry/even-odd:v1}
+      - name: even-sink
+        sink: {log: {}}
+      - name: odd-sink
+        sink: {blackhole: {}}
+    edges:
+      - {from: in, to: even-odd}
+      - from: even-odd
+        to: even-sink
+        conditions: {tags: {values: [even-tag]}}
+      - from: even-odd
+        to: odd-sink
+        conditions: {tags: {operator: not, values: [even-tag]}}
 """
+TAGGED = pipeline("tagged", TAGGED_SPEC, {"flowspark.io/udf.even-odd": "even_odd.py"})
 
 
 def test_a_map_stream_udf_script_and_conditional_edges(tmp_path, capfd):
@@ -110,11 +104,8 @@ def test_the_udf_flag_overrides_the_annotation_and_must_name_a_vertex(tmp_path):
 
 
 def test_an_image_without_a_python_handler_fails_before_spark_with_how_to_give_one():
-    yaml_text = textwrap.dedent(TAGGED).replace(
-        "  annotations:\n    flowspark.io/udf.even-odd: even_odd.py\n", ""
-    )
     with pytest.raises(ValueError) as caught:
-        load(yaml_text)
+        load(pipeline("tagged", TAGGED_SPEC))  # no annotation names a file for even-odd
     message = str(caught.value)
     assert "even-odd" in message and "--udf even-odd=" in message
     assert "flowspark.io/udf.even-odd" in message

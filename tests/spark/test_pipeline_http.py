@@ -23,6 +23,7 @@ import pytest
 
 from tests.http_clients import free_port, post, wait_healthy
 from tests.numaflow_log import log_records
+from tests.pipeline_yaml import pipeline
 from tests.warm_cli import WarmRun
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -311,20 +312,19 @@ def test_numaflows_cycle_examples_send_each_event_round_until_it_leaves(example,
         assert [t.rsplit("=", 1)[1] for t in tries if f'"{value}"' in t] == ["1", "2", "3"]
 
 
-SPIN = """
-apiVersion: numaflow.numaproj.io/v1alpha1
-kind: Pipeline
-metadata: {name: spin}
-spec:
-  vertices:
-    - {name: in, source: {http: {}}}
-    - {name: spin, udf: {builtin: {name: cat}}}
-    - {name: out, sink: {log: {}}}
-  edges:
-    - {from: in, to: out}
-    - {from: in, to: spin}
-    - {from: spin, to: spin}
-"""
+SPIN = pipeline(
+    "spin",
+    """
+    vertices:
+      - {name: in, source: {http: {}}}
+      - {name: spin, udf: {builtin: {name: cat}}}
+      - {name: out, sink: {log: {}}}
+    edges:
+      - {from: in, to: out}
+      - {from: in, to: spin}
+      - {from: spin, to: spin}
+    """,
+)
 
 
 def _progress(path: Path) -> list[dict]:

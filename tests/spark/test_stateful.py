@@ -27,9 +27,8 @@ from flowspark.window import (
 )
 from tests.bytewax_pages import (
     SESSION_EVENTS,
-    build_count,
-    check,
     reduce_window_example,
+    remove_duplicates_example,
     sessionizer_example,
 )
 from tests.event_times import ALIGN, at
@@ -74,33 +73,7 @@ def test_reduce_sessionizer_example(capsys):
 
 
 def test_stateful_map_remove_duplicates_example(capsys):
-    flow = Dataflow()
-    inp = [
-        "a",
-        "a",
-        "a",
-        "a",
-        "b",
-    ]
-    flow.input("inp", TestingInput(inp))
-
-    def self_as_key(item):
-        return item, item
-
-    flow.map(self_as_key)
-
-    flow.stateful_map("remove_duplicates", build_count, check)
-
-    def remove_none_and_key(key_item):
-        key, item = key_item
-        if item is None:
-            return []
-        else:
-            return [item]
-
-    flow.flat_map(remove_none_and_key)
-    flow.output("out", StdOutput())
-    run_main(flow)
+    run_main(remove_duplicates_example(["a", "a", "a", "a", "b"], StdOutput()))
     assert capsys.readouterr().out == "a\nb\n"
 
 

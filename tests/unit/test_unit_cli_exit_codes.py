@@ -105,34 +105,10 @@ CASES = [
         ["missing_edge.yaml"],
         'missing_edge.yaml: invalid edge: no vertex named "nowhere"',
     ),
-    ("missing --udf file", ["good.yaml", "--udf", "up=absent.py"], "UDF file"),
-    (
-        "--udf for no vertex",
-        ["good.yaml", "--udf", "nope=udf.py"],
-        "--udf names no vertex of the pipeline: nope",
-    ),
-    ("malformed --udf pair", ["good.yaml", "--udf", "up"], "--udf takes NAME=VALUE; got 'up'"),
-    (
-        "--udf file raising",
-        ["good.yaml", "--udf", "up=udf_raises.py"],
-        "RuntimeError: no config (at udf_raises.py:1)",
-    ),
     (
         "--udf on a flow file",
         ["good.py", "--udf", "up=udf.py"],
         "--udf and --secret apply to pipeline YAML files",
-    ),
-    ("flow with a syntax error", ["syntax.py"], "syntax.py:4: SyntaxError: "),
-    ("flow raising at import", ["raises.py"], "raises.py:5: NameError: name 'x' is not defined"),
-    (
-        "flow missing a dependency",
-        ["needs_dep.py"],
-        "needs_dep.py:1: ModuleNotFoundError: No module named 'fs_no_such_dependency_q'",
-    ),
-    (
-        "duplicate step id",
-        ["duplicate.py"],
-        "duplicate.py:8: ValueError: step id 'double' is used twice",
     ),
     ("missing attribute", ["good.py:nope"], "'good.py' has no attribute 'nope'"),
     ("attribute not a Dataflow", ["good.py:number"], "'good.py:number' is an int, not a Dataflow"),
@@ -148,42 +124,6 @@ CASES = [
         "nonexistent module",
         ["fs_no_such_module_q"],
         "could not import module 'fs_no_such_module_q'",
-    ),
-    (
-        "negative --parallelism",
-        ["good.py", "--parallelism", "-2"],
-        "argument --parallelism: must be a whole number >= 1; got '-2'",
-    ),
-    ("--parallelism not a number", ["good.py", "--parallelism", "four"], "argument --parallelism"),
-    (
-        "--metrics-port out of range",
-        ["good.py", "--metrics-port", "70000"],
-        "argument --metrics-port: must be a port number 0..65535",
-    ),
-    (
-        "--metrics-port not a number",
-        ["good.py", "--metrics-port", "http"],
-        "argument --metrics-port",
-    ),
-    (
-        "--max-batch-items 0",
-        ["good.py", "--max-batch-items", "0"],
-        "argument --max-batch-items: must be a whole number >= 1; got '0'",
-    ),
-    (
-        "--max-batch-items negative",
-        ["good.py", "--max-batch-items", "-5"],
-        "argument --max-batch-items",
-    ),
-    (
-        "negative --trigger-interval",
-        ["good.py", "--trigger-interval", "-1"],
-        "argument --trigger-interval: must be a number of seconds >= 0",
-    ),
-    (
-        "--snapshot-interval not a number",
-        ["good.py", "-s", "nan"],
-        "argument -s/--snapshot-interval",
     ),
     ("--http-port out of range", ["good.yaml", "--http-port", "99999"], "argument --http-port"),
     (
@@ -212,9 +152,48 @@ CASES = [
         ["good.py", "-w", "2", "--parallelism", "3"],
         "-w and --parallelism say different things",
     ),
-    ("-w 0", ["good.py", "-w", "0"], "argument -w/--workers-per-process"),
     ("unknown flag", ["good.py", "--frobnicate"], "unrecognized arguments: --frobnicate"),
     ("no target", [], "the following arguments are required: IMPORT_STR"),
+]
+
+# (flag, value, what argparse says after "argument "): a bad value for a flag of good.py's
+# run, named "FLAG VALUE" in CASES.
+BAD_VALUES = [
+    ("--parallelism", "-2", "--parallelism: must be a whole number >= 1; got '-2'"),
+    ("--parallelism", "four", "--parallelism"),
+    ("--metrics-port", "70000", "--metrics-port: must be a port number 0..65535"),
+    ("--metrics-port", "http", "--metrics-port"),
+    ("--max-batch-items", "0", "--max-batch-items: must be a whole number >= 1; got '0'"),
+    ("--max-batch-items", "-5", "--max-batch-items"),
+    ("--trigger-interval", "-1", "--trigger-interval: must be a number of seconds >= 0"),
+    ("-s", "nan", "-s/--snapshot-interval"),
+    ("-w", "0", "-w/--workers-per-process"),
+]
+CASES += [
+    (f"{flag} {value}", ["good.py", flag, value], f"argument {says}")
+    for flag, value, says in BAD_VALUES
+]
+
+# (NAME=FILE, what stderr names): a bad --udf for good.yaml's vertex "up", named
+# "--udf NAME=FILE" in CASES.
+BAD_UDFS = [
+    ("up=absent.py", "UDF file"),
+    ("nope=udf.py", "--udf names no vertex of the pipeline: nope"),
+    ("up", "--udf takes NAME=VALUE; got 'up'"),
+    ("up=udf_raises.py", "RuntimeError: no config (at udf_raises.py:1)"),
+]
+CASES += [(f"--udf {pair}", ["good.yaml", "--udf", pair], says) for pair, says in BAD_UDFS]
+
+# (flow file, line, the error): a flow file that fails as it loads (a syntax error, a
+# raise at import, a missing dependency, a step id used twice), named "FILE:LINE: ERROR".
+FAILING_FLOWS = [
+    ("syntax.py", 4, "SyntaxError: "),
+    ("raises.py", 5, "NameError: name 'x' is not defined"),
+    ("needs_dep.py", 1, "ModuleNotFoundError: No module named 'fs_no_such_dependency_q'"),
+    ("duplicate.py", 8, "ValueError: step id 'double' is used twice"),
+]
+CASES += [
+    (f"{name}:{line}", [name], f"{name}:{line}: {error}") for name, line, error in FAILING_FLOWS
 ]
 
 

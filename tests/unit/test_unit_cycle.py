@@ -26,6 +26,7 @@ from flowspark.runtime.numaflow.cycle import (
 from flowspark.runtime.numaflow.datums import TagRoute
 from flowspark.runtime.windowing import EOF_MS
 from flowspark.shared.components import strongly_connected
+from tests.pipeline_yaml import pipeline
 
 T = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -258,22 +259,21 @@ def test_the_cycle_steps_failure_is_its_vertexs_not_wrapped_in_the_steps():
     assert str(info.value).startswith("step 'parse' failed on item ")
 
 
-ISLAND = """
-apiVersion: numaflow.numaproj.io/v1alpha1
-kind: Pipeline
-metadata: {name: island}
-spec:
-  vertices:
-    - {name: in, source: {generator: {rpu: 3, duration: 1s}}}
-    - {name: a, udf: {builtin: {name: cat}}}
-    - {name: b, udf: {builtin: {name: cat}}}
-    - {name: out, sink: {log: {}}}
-  edges:
-    - {from: in, to: out}
-    - {from: a, to: b}
-    - {from: b, to: a, conditions: {tags: {values: [x]}}}
-    - {from: b, to: out}
-"""
+ISLAND = pipeline(
+    "island",
+    """
+    vertices:
+      - {name: in, source: {generator: {rpu: 3, duration: 1s}}}
+      - {name: a, udf: {builtin: {name: cat}}}
+      - {name: b, udf: {builtin: {name: cat}}}
+      - {name: out, sink: {log: {}}}
+    edges:
+      - {from: in, to: out}
+      - {from: a, to: b}
+      - {from: b, to: a, conditions: {tags: {values: [x]}}}
+      - {from: b, to: out}
+    """,
+)
 
 
 def test_a_cycle_nothing_leads_into_is_refused_when_the_pipeline_loads():

@@ -27,7 +27,7 @@ from flowspark.runtime.stateful import (
 )
 from flowspark.runtime.windowing import EOF_MS
 from flowspark.shared.times import datetime_from_ms
-from flowspark.testing import TestingInput
+from flowspark.testing import TestingInput, TestingOutput
 from flowspark.window import (
     EventClockConfig,
     SessionWindow,
@@ -35,13 +35,7 @@ from flowspark.window import (
     SystemClockConfig,
     TumblingWindow,
 )
-from tests.bytewax_pages import (
-    SESSION_EVENTS,
-    build_count,
-    check,
-    extend_session,
-    session_complete,
-)
+from tests.bytewax_pages import SESSION_EVENTS, remove_duplicates_example, sessionizer_example
 from tests.event_times import ALIGN, ALIGN_MS, at
 
 A = ALIGN_MS  # ms of align_to
@@ -71,6 +65,12 @@ def step_of(build) -> object:
     flow = Dataflow()
     build(flow.input("inp", TestingInput([])))
     return flow.steps[-1]
+
+
+def page_step(flow: Dataflow, step_id: str) -> object:
+    """Step ``step_id`` of one of the pages' flows (``tests/bytewax_pages.py``)."""
+    [step] = [step for step in flow.steps if step.step_id == step_id]
+    return step
 
 
 def window_logic(kind: str, clock, window, *fns, with_window: bool = False) -> WindowLogic:
@@ -108,9 +108,9 @@ def decode(exc: BaseException) -> StepError:
 
 
 def test_reduce_sessionizer_example_from_the_page():
-    logic = logic_for(step_of(lambda s: s.reduce("sessionizer", extend_session, session_complete)))
-    assert isinstance(logic, ReduceLogic)
     inp = SESSION_EVENTS
+    logic = logic_for(page_step(sessionizer_example(inp, TestingOutput([])), "sessionizer"))
+    assert isinstance(logic, ReduceLogic)
     states: dict[str, object] = {}
     out = []
     for event in inp:  # one value per call, as a stream would deliver them
@@ -183,7 +183,8 @@ def test_reduce_failure_names_the_step_and_the_item():
 
 
 def test_stateful_map_remove_duplicates_example_from_the_page():
-    logic = logic_for(step_of(lambda s: s.stateful_map("remove_duplicates", build_count, check)))
+    flow = remove_duplicates_example([], TestingOutput([]))
+    logic = logic_for(page_step(flow, "remove_duplicates"))
     assert isinstance(logic, StatefulMapLogic)
     first = logic.on_values(KeyedCall("a", None, NOW, ["a", "a"]))
     second = logic.on_values(KeyedCall("a", first.state, NOW, ["a", "a"]))
