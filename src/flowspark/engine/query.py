@@ -690,39 +690,45 @@ def _run_stream(
         writer = df.writeStream.foreachBatch(function).option(
             "checkpointLocation", checkpoint.for_spark()
         )
-        for attempt in range(START_ATTEMPTS):
+        failures = 0
+        while True:
             query = writer.trigger(availableNow=True).start()
             try:
                 _await(query, interrupted, hub)
                 return
             except Exception as exc:
-                if attempt + 1 == START_ATTEMPTS or not worker_slow_to_start(exc):
+                if query.lastProgress is not None:
+                    failures = 0  # it ran micro-batches: a new failure, not the same one
+                failures += 1
+                cause = dispatcher.error or exc  # a failure inside foreachBatch, or Spark's
+                if failures == START_ATTEMPTS or not worker_slow_to_start(cause):
                     raise
+                dispatcher.error = None
                 print(
                     "flowspark: a Spark Python worker was slow to start (a busy machine?); "
-                    "starting the query again",
+                    "resuming the query from its checkpoint",
                     file=sys.stderr,
                 )
 
 
-# How often a query that failed before its first micro-batch because a Python worker
-# did not connect back in time (Spark waits 10 s) is started: nothing ran, nothing
-# was written, so starting again is safe with or without a recovery directory.
+# How often in a row a query is resumed after Spark gave up waiting for one of its
+# Python workers to connect back (Spark waits 10 s; a machine busy enough makes a
+# worker's start take longer). The query resumes from its checkpoint as after a crash:
+# the failed micro-batch wrote nothing (its rows are collected before any sink writes),
+# so it is run again and nothing is lost or written twice.
 START_ATTEMPTS = 3
 
 
 def worker_slow_to_start(error: BaseException) -> bool:
-    """Whether ``error`` ended a query that was still starting because a Python worker
-    did not connect back to Spark in time.
+    """Whether ``error`` ended a query because a Python worker did not connect back to
+    Spark in time (while the query started, or later, when Spark started another).
 
-    >>> failed = "terminated with exception: Python worker failed to connect back."
-    >>> worker_slow_to_start(RuntimeError(failed + " Current State: INITIALIZING"))
+    >>> worker_slow_to_start(RuntimeError("Python worker failed to connect back."))
     True
-    >>> worker_slow_to_start(RuntimeError(failed + " Current State: ACTIVE"))
+    >>> worker_slow_to_start(RuntimeError("Python worker exited unexpectedly (crashed)"))
     False
     """
-    text = str(error)
-    return "Python worker failed to connect back" in text and "State: INITIALIZING" in text
+    return "Python worker failed to connect back" in str(error)
 
 
 def _warn_unrouted_late(plan: Plan, report: RunReport) -> None:
