@@ -20,8 +20,16 @@ from pathlib import Path
 args = sys.argv[1:]
 proc_id = args[args.index("-i") + 1]
 seen = Path(args[0])
+ready = seen.with_name("ready")
 if proc_id == "1":
-    sys.exit(3)  # fails at once, as a worker whose port is taken would
+    deadline = time.monotonic() + 30
+    while not ready.exists() and time.monotonic() < deadline:  # process 0 takes Ctrl-C now
+        time.sleep(0.01)
+    sys.exit(3)  # fails, as a worker whose port is taken would
+# As flowspark.run does while its query runs: Ctrl-C is this process's own to handle,
+# even when it was started with SIGINT ignored (a background job of a script).
+signal.signal(signal.SIGINT, signal.default_int_handler)
+ready.touch()
 try:
     time.sleep(120)  # process 0 waits for the others' workers
 except KeyboardInterrupt:
