@@ -21,10 +21,9 @@ from abc import ABCMeta, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from operator import attrgetter
-from typing import Any, Generic, Self, TypeAlias, TypeVar, overload
+from typing import Any, TypeAlias
 
-from flowspark.api.udf.types import _validate_message_fields
+from flowspark.api.udf.types import _Getter, _validate_message_fields
 
 __all__ = [
     "Offset",
@@ -39,25 +38,6 @@ __all__ = [
     "UserMetadata",
     "get_default_partitions",
 ]
-
-
-_T = TypeVar("_T")
-
-
-class _Getter(Generic[_T]):
-    """A read-only property giving the attribute ``attr``, typed ``_T``. Assigned without
-    an annotation (``name = _Getter[T]("_attr", "doc")``), it is no dataclass field."""
-
-    def __init__(self, attr: str, doc: str) -> None:
-        self._get = attrgetter(attr)
-        self.__doc__ = doc
-
-    @overload
-    def __get__(self, obj: None, owner: type[Any]) -> Self: ...
-    @overload
-    def __get__(self, obj: object, owner: type[Any]) -> _T: ...
-    def __get__(self, obj: object, owner: type[Any]) -> Any:
-        return self if obj is None else self._get(obj)
 
 
 def get_default_partitions() -> list[int]:

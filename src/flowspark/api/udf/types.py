@@ -22,7 +22,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from operator import attrgetter
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar, overload
 
 from flowspark.api.udf.times import UTCDateTime, as_utc
 
@@ -49,6 +49,7 @@ _S = TypeVar("_S", bound="StreamMessage")
 _A = TypeVar("_A", bound="AccumulatorMessage")
 _D = TypeVar("_D", bound="Datum")
 _M = TypeVar("_M", bound="MetadataDatum")
+_T = TypeVar("_T")
 
 
 def _validate_message_fields(value: Any, keys: Any, tags: Any) -> None:
@@ -65,10 +66,36 @@ def _validate_message_fields(value: Any, keys: Any, tags: Any) -> None:
         raise TypeError(f"Message 'tags' must be a list of strings, got {tags!r}")
 
 
+class _Getter(property, Generic[_T]):
+    """A read-only property giving the attribute ``attr`` (dotted for a nested one),
+    typed ``_T`` without an annotation (``name = _Getter[T]("_attr", "doc")``): in a
+    dataclass an annotated one would be a field.
+
+    >>> class Point:
+    ...     x = _Getter[int]("_x", "The x.")
+    ...     def __init__(self) -> None:
+    ...         self._x = 3
+    >>> Point().x
+    3
+    """
+
+    def __init__(self, attr: str, doc: str) -> None:
+        super().__init__(attrgetter(attr), doc=doc)
+        self.__doc__ = doc  # a subclass's own docstring would be read in its place
+
+    if TYPE_CHECKING:  # what a type checker sees; at run time, property's own
+
+        @overload
+        def __get__(self, obj: None, owner: type[Any] | None = None, /) -> Self: ...
+        @overload
+        def __get__(self, obj: object, owner: type[Any] | None = None, /) -> _T: ...
+        def __get__(self, obj: object, owner: type[Any] | None = None, /) -> Any: ...
+
+
 def _reader(attr: str, doc: str) -> Any:
     """A read-only property giving the attribute ``attr`` (dotted for a nested one); its
     type is the annotation of the class attribute it is assigned to."""
-    return property(attrgetter(attr), doc=doc)
+    return _Getter[Any](attr, doc)
 
 
 def _repr_showing(name: str, *attrs: str) -> Callable[[Any], str]:
