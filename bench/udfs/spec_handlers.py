@@ -31,8 +31,8 @@ def stream_sorter(accumulator: ModuleType) -> type:
     pynumaflow, at the end of the input on flowspark. Only the class is compiled, with
     ``accumulator``'s ``Accumulator``, ``Datum`` and ``Message``: the example's flow is
     not built."""
-    names = {name: getattr(accumulator, name) for name in ("Accumulator", "Datum", "Message")}
-    return _example_class(JOIN_SORT_EXAMPLE, "StreamSorter", {**names, "datetime": datetime})
+    names = ("Accumulator", "Datum", "Message")
+    return _example_class(JOIN_SORT_EXAMPLE, "StreamSorter", accumulator, names, datetime=datetime)
 
 
 def map_stream_handler(mapstreamer: ModuleType) -> Callable[..., AsyncIterable[Any]]:
@@ -58,23 +58,19 @@ def map_stream_handler(mapstreamer: ModuleType) -> Callable[..., AsyncIterable[A
 def batch_flatmap(batchmapper: ModuleType) -> type:
     """pynumaflow's batch-map example ``Flatmap`` (``examples/batchmap/flatmap``) on
     ``batchmapper``: per datum of the batch, a ``BatchResponse`` for its id holding one
-    message per comma-separated part. The code is flowspark's copy of the example
-    (``examples/numaflow/udfs/batchmap_flatmap.py``), its import prefix swapped for
-    ``batchmapper``'s."""
-    code = BATCHMAP_EXAMPLE.read_text()
-    ours = "from flowspark.batchmapper import"
-    if ours not in code:
-        raise RuntimeError(f"{BATCHMAP_EXAMPLE} no longer imports {ours!r}")
-    code = code.replace(ours, f"from {batchmapper.__name__} import")
-    namespace: dict[str, Any] = {"__name__": BATCHMAP_EXAMPLE.stem}  # not __main__: no server
-    exec(compile(code, str(BATCHMAP_EXAMPLE), "exec"), namespace)
-    return namespace["Flatmap"]
+    message per comma-separated part. The class is flowspark's copy of the example
+    (``examples/numaflow/udfs/batchmap_flatmap.py``), with ``batchmapper``'s names."""
+    names = ("BatchMapper", "BatchResponses", "BatchResponse", "Message", "Datum")
+    return _example_class(BATCHMAP_EXAMPLE, "Flatmap", batchmapper, names)
 
 
-def _example_class(path: Path, name: str, names: dict[str, Any]) -> type:
-    """Class ``name`` of the example file ``path``, compiled alone (annotations left
-    unevaluated, as under the file's ``from __future__ import annotations``) with
-    ``names`` for the names it uses."""
+def _example_class(
+    path: Path, name: str, module: ModuleType, names: tuple[str, ...], **more: Any
+) -> type:
+    """Class ``name`` of the example file ``path``, compiled alone (its annotations left
+    unevaluated) with ``module``'s ``names`` (what the file imports from flowspark's
+    module of that name) and ``more`` as its globals: the example's code on either
+    system, without running the rest of the file."""
     tree = ast.parse(path.read_text(), str(path))
     [node] = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name]
     code = compile(
@@ -84,6 +80,7 @@ def _example_class(path: Path, name: str, names: dict[str, Any]) -> type:
         flags=__future__.annotations.compiler_flag,
         dont_inherit=True,
     )
-    namespace: dict[str, Any] = {"__name__": path.stem, **names}
+    namespace: dict[str, Any] = {imported: getattr(module, imported) for imported in names}
+    namespace.update(__name__=path.stem, **more)
     exec(code, namespace)
     return namespace[name]
