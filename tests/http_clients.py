@@ -4,18 +4,10 @@ from __future__ import annotations
 
 import http.client
 import shutil
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
-
-
-def free_port() -> int:
-    """A TCP port on loopback that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def server_binary(name: str, package: str) -> str:

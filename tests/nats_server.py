@@ -9,7 +9,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from tests.http_clients import free_port, server_binary
+from flowspark.engine.cluster import free_port
+from tests.http_clients import server_binary
 from tests.server_process import ServerProcess
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Self
 
-from tests.http_clients import free_port
+from flowspark.engine.cluster import free_port
 
 
 class ServerProcess:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from flowspark.engine.cluster import free_port
 from flowspark.shared.processes import pid_alive
-from tests.http_clients import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

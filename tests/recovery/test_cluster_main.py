@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.http_clients import free_port
+from flowspark.engine.cluster import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -30,8 +30,13 @@ from pathlib import Path
 
 import pytest
 
-from flowspark.engine.cluster import ClusterInfo, start_cluster, start_worker, stop_cluster
-from tests.http_clients import free_port
+from flowspark.engine.cluster import (
+    ClusterInfo,
+    free_port,
+    start_cluster,
+    start_worker,
+    stop_cluster,
+)
 from tests.recovery.cli_runs import (
     PACED_INPUT,
     WINDOW_FLOW,

@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from flowspark.engine.cluster import start_connect_server, stop_connect_server
-from tests.http_clients import free_port
+from flowspark.engine.cluster import free_port, start_connect_server, stop_connect_server
 from tests.recovery.cli_runs import (
     PACED_INPUT,
     WINDOW_FLOW,

@@ -29,7 +29,8 @@ from pathlib import Path
 import pytest
 
 from flowspark.connectors.numaflow.http import journal as J
-from tests.http_clients import free_port, post, wait_healthy
+from flowspark.engine.cluster import free_port
+from tests.http_clients import post, wait_healthy
 from tests.warm_cli import WarmRun
 
 ROOT = Path(__file__).parents[2]

@@ -247,7 +247,7 @@ def test_bad_config_fails_before_spark_with_one_clear_line(nats):
     with pytest.raises(LookupError, match="^input 'in': no JetStream stream 'NO_SUCH_STREAM' on"):
         _bounded(flow)
 
-    from tests.http_clients import free_port
+    from flowspark.engine.cluster import free_port
 
     port = free_port()
     flow = Dataflow()
@@ -314,7 +314,7 @@ def test_the_cli_reports_a_missing_stream_or_server_in_one_line(nats, tmp_path):
     import subprocess
     import sys
 
-    from tests.http_clients import free_port
+    from flowspark.engine.cluster import free_port
 
     port = free_port()
     (tmp_path / "badflow.py").write_text(

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.http_clients import free_port, post, wait_healthy
+from flowspark.engine.cluster import free_port
+from tests.http_clients import post, wait_healthy
 from tests.numaflow_log import log_records
 from tests.pipeline_yaml import pipeline
 from tests.warm_cli import WarmRun

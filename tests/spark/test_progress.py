@@ -19,11 +19,12 @@ from typing import Any
 
 import pytest
 
+from flowspark.engine.cluster import free_port
 from flowspark.engine.observe import BatchProgress
 from flowspark.engine.progress import PrometheusMetrics, watched_steps
 from flowspark.engine.query import RunConfig, run_flow
 from flowspark.plan.graph import build_plan
-from tests.http_clients import free_port, scrape_metrics
+from tests.http_clients import scrape_metrics
 from tests.pseudo_terminals import read_in_background
 
 # 300 items over hours 0..9 for keys k0..k2 (windows of 5 h: 50 items per key and
