@@ -1,7 +1,9 @@
 """Outputs: where a flow's items go (bytewax 0.17 interfaces).
 
 Sinks run in the driver process, once per micro-batch, after Spark computed the
-batch. :class:`PartitionedOutput` sinks are exactly-once across restarts:
+batch, unless a :class:`DynamicOutput` says ``writes_on = "executors"``: its sinks then
+run in Spark's tasks, beside the data (flowspark's JetStream output does).
+:class:`PartitionedOutput` sinks are exactly-once across restarts:
 flowspark stores each part's ``snapshot()`` in the recovery directory after
 every micro-batch, and when Spark replays a batch it rebuilds the parts from the
 snapshot taken before that batch (``FileOutput`` truncates back to it).
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import zlib
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 from flowspark.api._families import Closable
 
@@ -64,7 +66,8 @@ class StatelessSink(Closable):
     has it called before each micro-batch's writes, with the micro-batch id and a
     token that stays the same for the life of the recovery directory. A sink that
     names its writes by them (a broker's message id) names a replayed batch's
-    writes as the first attempt did, so the broker can drop them as duplicates.
+    writes as the first attempt did, so the broker can drop them as duplicates. A sink
+    built on the executors gets the token followed by ``.`` and its partition.
     """
 
     @abstractmethod
@@ -73,8 +76,21 @@ class StatelessSink(Closable):
 
 
 class DynamicOutput(Output):
-    """An output with no resume state (at-least-once)."""
+    """An output with no resume state (at-least-once).
+
+    ``writes_on`` (a flowspark extension) says where its sinks run:
+
+    * ``"driver"`` (the default): one sink, index 0 of 1, in the process that runs the
+      flow; it may use that process's memory, terminal and files;
+    * ``"executors"``: a sink per Spark task of every micro-batch, built with the
+      task's partition as ``worker_index`` and the run's parallelism as
+      ``worker_count``, writing the items of that partition where they were computed,
+      so the write path grows with the cluster's workers. Text it prints reaches the
+      driver's stdout; on Spark Connect the items still come to the client's sink.
+    """
+
+    writes_on: ClassVar[Literal["driver", "executors"]] = "driver"
 
     @abstractmethod
     def build(self, worker_index: int, worker_count: int) -> StatelessSink:
-        """Build the writer (flowspark builds one: index 0 of 1)."""
+        """Build a writer (see ``writes_on`` for how many, and where)."""

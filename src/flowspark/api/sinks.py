@@ -26,7 +26,7 @@ writes through (:mod:`flowspark.api.outputs`).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 from zlib import adler32
 
 from flowspark.api import _adapters as adapters
@@ -97,7 +97,13 @@ class StatelessSinkPartition(Closable, Generic[X]):
 
 
 class DynamicSink(Sink[X], WorkerParts[StatelessSinkPartition[X]]):
-    """A sink without resume state (at least once across restarts)."""
+    """A sink without resume state (at least once across restarts).
+
+    ``writes_on`` (a flowspark extension, as :class:`~flowspark.outputs.DynamicOutput`'s):
+    ``"driver"`` (the default) or ``"executors"``, where its partitions are built.
+    """
+
+    writes_on: ClassVar[Literal["driver", "executors"]] = "driver"
 
     def as_flowspark_output(self, step_id: str) -> Output:
         return _DynamicOutput(self, step_id)
@@ -135,6 +141,10 @@ class _DynamicOutput(adapters.WorkerAdapter, DynamicOutput):
     """A :class:`DynamicSink` as the engine's :class:`DynamicOutput`."""
 
     part_adapter = _StatelessPart
+
+    @property
+    def writes_on(self) -> Literal["driver", "executors"]:  # type: ignore[override]
+        return self.family.writes_on
 
 
 def as_output(sink: Any, step_id: str) -> Output:

@@ -10,9 +10,11 @@ goes on until its inputs end keeps reading new messages (a live input, asked
 every ``poll_interval`` while idle); ``--bounded`` stops at the stream's last
 sequence when the run starts.
 
-The output publishes every item with a ``Nats-Msg-Id`` made of a token of the
-recovery directory, the micro-batch id and the item's position in it, and
-waits for every acknowledgement before the micro-batch commits. A micro-batch
+The output publishes from Spark's tasks, where the items are computed (each task
+through its process's one connection): every item with a ``Nats-Msg-Id`` made of a
+token of the recovery directory, the task's partition, the micro-batch id and the
+item's position in it; a task waits for every acknowledgement before it ends, so
+before the micro-batch commits. A micro-batch
 replayed after a crash publishes the same ids again, and JetStream drops them as
 duplicates: exactly once, provided the replay comes within the stream's
 duplicate window (``duplicate_window``, 2 minutes by default: give the stream one
@@ -532,7 +534,10 @@ class JetStreamOutput(DynamicOutput):
     one that stores ``subject``).
     A publish without acknowledgement is retried with back-off for ``retry_for``
     (same message ids: no duplicates), then the run fails naming the server.
+    Spark's tasks publish (``writes_on``), each its partition's items.
     """
+
+    writes_on = "executors"
 
     def __init__(
         self,

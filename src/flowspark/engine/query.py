@@ -441,6 +441,7 @@ def _execute(
             guard=lock.check if lock is not None else None,
             resuming=resuming,
             marks_at=marks_at,
+            parallelism=parallelism,
         )
         connections = callback_connections()
         try:

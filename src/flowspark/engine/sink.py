@@ -1,7 +1,9 @@
 """The driver side of every micro-batch: Spark's ``foreachBatch`` hands us the batch.
 
 The dispatcher collects the batch's rows (Arrow), prints captured worker
-output, and writes each output's items through its sink, in row order.
+output, and writes each output's items through its sink, in row order. The rows of
+outputs written on the executors are written by Spark's tasks as they are collected
+(runtime/executor_writes.py); only their counts reach the driver.
 
 Partitioned outputs are exactly-once: after a batch is written and flushed,
 the parts' snapshots are saved (atomically, keeping the previous generation) in
@@ -38,12 +40,15 @@ from flowspark.runtime.codec import (
     LATE_COUNT_PORT,
     MARKER_PORT,
     READ_COUNT_PORT,
+    ROW_SCHEMA,
     STDOUT_PORT,
+    WRITTEN_COUNT_PORT,
     decode_count,
     decode_event_times,
     decode_items,
 )
 from flowspark.runtime.errors import StepError, user_error
+from flowspark.runtime.executor_writes import ExecutorOutput, ExecutorWrites
 from flowspark.runtime.storage import Location, read_bytes, write_bytes_atomic
 
 __all__ = ["SINKS_DIR", "BatchDispatcher", "FlowFailed", "load_generations"]
@@ -88,36 +93,50 @@ def _refused(what: str) -> RecoveryDirectoryError:
 
 
 class _DynamicWriter:
+    """A ``DynamicOutput``'s one sink in the driver. For an output written on the
+    executors it is built only if rows reach the driver anyway (Spark Connect)."""
+
     def __init__(
         self,
         output: DynamicOutput,
         token_path: Location | os.PathLike[str],
         resuming: bool = False,
     ) -> None:
-        self.sink = output.build(0, 1)
-        self.begin_batch = getattr(self.sink, "begin_batch", None)
+        self.output = output
+        self.on_executors = output.writes_on == "executors"
+        self.sink: Any = None
+        self.begin_batch: Callable[[int, str], None] | None = None
+        self.batch_id = 0
+        if not self.on_executors:
+            self._build()
         try:
-            self.token = (
-                _run_token(Location.parse(token_path), resuming)
-                if self.begin_batch is not None
-                else ""
-            )
+            needs_token = self.on_executors or self.begin_batch is not None
+            self.token = _run_token(Location.parse(token_path), resuming) if needs_token else ""
         except BaseException:
-            self.sink.close()
+            self.close()
             raise
 
+    def _build(self) -> None:
+        self.sink = self.output.build(0, 1)
+        self.begin_batch = getattr(self.sink, "begin_batch", None)
+
     def begin(self, batch_id: int) -> None:
+        self.batch_id = batch_id
         if self.begin_batch is not None:
             self.begin_batch(batch_id, self.token)
 
     def write(self, items: list[Any]) -> None:
+        if self.sink is None:
+            self._build()
+            self.begin(self.batch_id)
         self.sink.write_batch(items)
 
     def commit(self, batch_id: int) -> None:
         pass
 
     def close(self) -> None:
-        self.sink.close()
+        if self.sink is not None:
+            self.sink.close()
 
 
 class _PartitionedWriter:
@@ -245,6 +264,8 @@ class BatchDispatcher:
     ``guard`` is called before each batch is written and raises to stop the run (this
     run no longer holds the recovery directory, see engine/recovery_lock.py);
     ``resuming``: Spark has committed batches in the recovery directory.
+    ``parallelism``: the run's partitions per micro-batch, the ``worker_count`` of
+    the sinks of outputs written on the executors (see runtime/executor_writes.py).
     """
 
     def __init__(
@@ -255,8 +276,10 @@ class BatchDispatcher:
         guard: Callable[[], None] | None = None,
         resuming: bool = False,
         marks_at: Location | None = None,
+        parallelism: int = 1,
     ) -> None:
         self.hub = hub
+        self.parallelism = parallelism
         # The vertex watermark's file, kept per batch (engine/vertex_marks.py).
         self.marks_at = marks_at
         self.marks = VertexMarks.load(marks_at) if marks_at is not None else None
@@ -275,10 +298,19 @@ class BatchDispatcher:
         except BaseException:
             self.close()
             raise
+        self.on_executors = {
+            port: ExecutorOutput(self.step_ids[port], writer.output, writer.token)
+            for port, writer in self.writers.items()
+            if isinstance(writer, _DynamicWriter) and writer.on_executors
+        }
         self.error: BaseException | None = None
         self.batches = 0
 
     def __call__(self, df: Any, batch_id: int) -> None:
+        if self.on_executors:  # their rows are written in Spark's tasks, while collected
+            self._stopping_on_error(self._check_guard)
+            writes = ExecutorWrites(self.on_executors, batch_id, self.parallelism)
+            df = df.mapInArrow(writes, ROW_SCHEMA)
         try:
             table = df.toArrow()
         except Exception as exc:  # a worker failed: keep the clean error, stop the query
@@ -289,25 +321,37 @@ class BatchDispatcher:
     def deliver(self, table: Any, batch_id: int) -> None:
         """Write a collected micro-batch (Arrow ``table``) through the sinks (on
         Spark Connect, the table comes from the server, see ``engine/delivery.py``)."""
+        self._stopping_on_error(lambda: self._dispatch(table, batch_id))
+        self.batches += 1
+
+    def _stopping_on_error(self, work: Callable[[], None]) -> None:
+        """Run ``work``; an error it raises is kept aside and stops the query."""
         try:
-            self._dispatch(table, batch_id)
+            work()
         except StepError as exc:
             self.error = exc
             raise FlowFailed(str(exc)) from None
         except Exception as exc:
             self.error = exc
             raise FlowFailed(f"{type(exc).__name__}: {exc}") from None
-        self.batches += 1
 
-    def _dispatch(self, table: Any, batch_id: int) -> None:
+    def _check_guard(self) -> None:
         if self.guard is not None:
             self.guard()
+
+    def _dispatch(self, table: Any, batch_id: int) -> None:
+        self._check_guard()
         writers = self.writers
         read: dict[str, int] = {}
         written: dict[str, int] = {}
         late: dict[str, int] = {}
         handled: dict[str, int] = {}
-        counts_of = {LATE_COUNT_PORT: late, READ_COUNT_PORT: read, HANDLED_COUNT_PORT: handled}
+        counts_of = {
+            LATE_COUNT_PORT: late,
+            READ_COUNT_PORT: read,
+            HANDLED_COUNT_PORT: handled,
+            WRITTEN_COUNT_PORT: written,
+        }
         for writer in writers.values():
             writer.begin(batch_id)
         ports = table.column("port").to_pylist()

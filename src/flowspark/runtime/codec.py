@@ -48,6 +48,7 @@ __all__ = [
     "HANDLED_COUNT_PORT",
     "READ_COUNT_PORT",
     "EVENT_TIME_PORT",
+    "WRITTEN_COUNT_PORT",
     "KEY_SEPARATOR",
     "WHOLE_INPUT_MS",
     "BUCKET_SEPARATOR",
@@ -81,6 +82,10 @@ EVENT_TIME_PORT = -5
 # Rows on this port count what a keyed step handled beyond its outputs (a cycle's
 # datums run): no key, data = encode_count(step id, count).
 HANDLED_COUNT_PORT = -6
+# Rows on this port count items an output's sinks wrote on the executors (outputs that
+# write where the data is, see runtime/executor_writes.py): no key,
+# data = encode_count(output step id, count).
+WRITTEN_COUNT_PORT = -7
 # A keyed row's key column is f"{port}{KEY_SEPARATOR}{user key}".
 KEY_SEPARATOR = "\x1f"
 # ... or f"{port}{BUCKET_SEPARATOR}{n}" for all keys bound to one partition (rows of
