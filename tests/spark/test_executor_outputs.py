@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -58,13 +59,19 @@ def test_each_item_is_written_once_by_spark_tasks_beside_a_driver_output(tmp_pat
     folder = tmp_path / "out"
     folder.mkdir()
     seen: list[int] = []
-    report = run_flow(_flow(list(range(100)), folder, seen), RunConfig(batch_job=batch_job))
+    progress = tmp_path / "progress.jsonl"
+    config = RunConfig(batch_job=batch_job, progress_json=str(progress))
+    report = run_flow(_flow(list(range(100)), folder, seen), config)
     lines = _lines(folder)
     assert sorted(int(line[-1]) for line in lines) == [i * 10 for i in range(100)]
     assert {line[0] for line in lines}.isdisjoint({str(os.getpid())})  # not the driver
     assert {(int(line[1]), int(line[2])) for line in lines} <= {(0, 2), (1, 2)}
     assert sorted(seen) == list(range(100))
     assert report.items_written == {"spread": 100, "here": 100}
+    batches = [json.loads(line)["steps"] for line in progress.read_text().splitlines()]
+    assert sum(steps["spread"]["in"] for steps in batches if "spread" in steps) == 100
+    assert {steps["spread"]["on"] for steps in batches if "spread" in steps} == {"executors"}
+    assert {steps["here"]["on"] for steps in batches if "here" in steps} == {"driver"}
 
 
 def test_a_sink_names_its_writes_by_the_run_token_and_its_partition(tmp_path):

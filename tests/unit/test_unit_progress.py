@@ -8,6 +8,7 @@ import json
 import math
 import os
 import pty
+import re
 import sys
 import time
 import urllib.error
@@ -121,6 +122,18 @@ def test_a_display_forced_onto_a_file_prints_a_line_per_batch():
     assert lines[0].startswith("flowspark: batch 0 · took 1.40 s · 3 keys in state · inp out 100")
     assert "count late 1" in lines[2] and "out in 6" in lines[2] and "late in 1" in lines[2]
     assert "\x1b" not in out.getvalue()
+
+
+def test_an_output_written_on_the_executors_says_so_in_the_line_and_the_table():
+    out = io.StringIO()
+    display = LiveProgress(STEPS, "wc", Console(file=out, width=300), wall=lambda: WALL_S)
+    progress = BatchProgress(0, True, 10, {"inp": 5}, {"out": 5}, written_on={"out": "executors"})
+    with display:
+        display.on_batch(progress)
+    assert re.search(r" · out in 5 \([^)]*\) on executors · ", out.getvalue())
+    table = io.StringIO()
+    Console(file=table, width=200).print(display)
+    assert "output (executors)" in table.getvalue()
 
 
 def test_the_tally_sums_batches_and_keeps_the_last_rates():

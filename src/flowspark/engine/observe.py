@@ -79,6 +79,9 @@ class BatchProgress:
     # Per keyed step that counts it, what it handled beyond its outputs: a Numaflow
     # cycle's datums run by its vertices, each round.
     handled_items: dict[str, int] = field(default_factory=dict)
+    # Per output step in items_written: where its items were written, "driver" or
+    # "executors" (Spark's tasks, for outputs that say writes_on = "executors").
+    written_on: dict[str, str] = field(default_factory=dict)
 
 
 @runtime_checkable
@@ -156,7 +159,8 @@ def batch_figures(
     """One batch's figures as a JSON object (a line of ``--progress-json``).
 
     ``steps`` holds each input's ``out`` (items it read; a live input that knows
-    it: its ``backlog``), each output's ``in`` (items written to it) and each
+    it: its ``backlog``), each output's ``in`` (items written to it, and ``on``:
+    where, ``"driver"`` or ``"executors"``) and each
     window step's ``late`` (:data:`STEP_COUNTS`); with ``seconds`` (the
     time this batch's items took to come through: since the last batch ended)
     their rates ``out_per_s``/``in_per_s`` too. ``wall_ms`` is the time of the
@@ -167,10 +171,13 @@ def batch_figures(
     >>> p = BatchProgress(2, True, 120, {"inp": 50}, {"out": 4}, {"w": 1}, watermark_ms=9_000)
     >>> batch_figures(p, wall_ms=10_000, seconds=2.0)["steps"]
     {'inp': {'out': 50, 'out_per_s': 25.0}, 'out': {'in': 4, 'in_per_s': 2.0}, 'w': {'late': 1}}
+    >>> from dataclasses import replace
+    >>> batch_figures(replace(p, written_on={"out": "executors"}), wall_ms=0)["steps"]["out"]
+    {'in': 4, 'on': 'executors'}
     >>> batch_figures(p, wall_ms=10_000)["watermark_lag_ms"]
     1000
     """
-    steps: dict[str, dict[str, float]] = {}
+    steps: dict[str, dict[str, Any]] = {}
     for name, key in STEP_COUNTS:
         counts: dict[str, int] = getattr(progress, name)
         for step_id, count in counts.items():
@@ -184,6 +191,8 @@ def batch_figures(
         steps.setdefault(step_id, {})["read"] = share
     for step_id, handlers in progress.handlers.items():
         steps.setdefault(step_id, {}).update(handlers)
+    for step_id, where in progress.written_on.items():
+        steps.setdefault(step_id, {})["on"] = where
     return {
         "batch": progress.batch_id,
         "streamed": progress.streamed,
@@ -255,6 +264,7 @@ class _Counts(NamedTuple):
     items_written: dict[str, int]
     late_items: dict[str, int]
     handled_items: dict[str, int]
+    written_on: dict[str, str]
 
     def progress(
         self, batch_id: int, streamed: bool, duration_ms: float | None, **more: Any
@@ -267,6 +277,7 @@ class _Counts(NamedTuple):
             self.items_written,
             self.late_items,
             handled_items=self.handled_items,
+            written_on=self.written_on,
             **more,
         )
 
@@ -301,8 +312,11 @@ class ProgressHub:
         items_written: dict[str, int],
         late_items: dict[str, int],
         handled_items: dict[str, int] | None = None,
+        written_on: dict[str, str] | None = None,
     ) -> None:
-        counts = _Counts(items_read, items_written, late_items, handled_items or {})
+        counts = _Counts(
+            items_read, items_written, late_items, handled_items or {}, written_on or {}
+        )
         with self._lock:
             self._written[batch_id] = counts
 

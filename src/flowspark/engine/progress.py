@@ -99,6 +99,7 @@ class StepRow:
     # A Numaflow keyed step's handlers (see BatchProgress.handlers): open handlers,
     # rebuilds since the run began, WAL datums retained, outbound watermark (ms).
     handlers: dict[str, int] | None = None
+    on: str | None = None  # an output's: where its items were written last
 
 
 @dataclass
@@ -140,6 +141,7 @@ class Tally:
             row = self._row(step_id, "output")
             row.in_ += count
             row.in_per_s = count / seconds if seconds else None
+            row.on = progress.written_on.get(step_id, row.on)
         for step_id, count in progress.late_items.items():
             self._row(step_id, "window").late += count
         for step_id, count in progress.handled_items.items():  # a cycle's datums run
@@ -301,6 +303,8 @@ class LiveProgress:
                     figures.append(f"{row.read:.0%} read")
                 if row.kind == "output" or row.in_:
                     figures.append(f"in {row.in_:,}" + _per_s(row.in_per_s))
+                if row.on == "executors":
+                    figures.append("on executors")
                 if _counts_late(row.kind) or row.late:
                     figures.append(f"late {row.late:,}")
                 if row.handlers is not None:
@@ -344,7 +348,7 @@ class LiveProgress:
                 takes = row.kind == "output" or row.in_  # a cycle's datums run: its in
                 cells = [
                     row.step_id,
-                    row.kind,
+                    row.kind if row.on != "executors" else f"{row.kind} (executors)",
                     f"{row.in_:,}" if takes else "",
                     _rate(row.in_per_s) if takes else "",
                     f"{row.out:,}" if row.kind == "input" else "",

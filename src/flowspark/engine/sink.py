@@ -344,13 +344,14 @@ class BatchDispatcher:
         writers = self.writers
         read: dict[str, int] = {}
         written: dict[str, int] = {}
+        written_there: dict[str, int] = {}  # by Spark's tasks
         late: dict[str, int] = {}
         handled: dict[str, int] = {}
         counts_of = {
             LATE_COUNT_PORT: late,
             READ_COUNT_PORT: read,
             HANDLED_COUNT_PORT: handled,
-            WRITTEN_COUNT_PORT: written,
+            WRITTEN_COUNT_PORT: written_there,
         }
         for writer in writers.values():
             writer.begin(batch_id)
@@ -391,7 +392,10 @@ class BatchDispatcher:
             assert self.marks_at is not None
             self.marks.save(self.marks_at)  # before Spark commits the batch
         if self.hub is not None:
-            self.hub.batch_written(batch_id, read, written, late, handled)
+            where = dict.fromkeys(written, "driver") | dict.fromkeys(written_there, "executors")
+            for step_id, count in written_there.items():
+                written[step_id] = written.get(step_id, 0) + count
+            self.hub.batch_written(batch_id, read, written, late, handled, where)
 
     def close(self) -> None:
         """Close every sink."""
