@@ -8,8 +8,10 @@ On it, with the recovery directory on the shared directory: the quickstart and t
 Numaflow example (accumulator + reduce stream) give the local run's output, and a
 keyed event-time window flow whose steps reach a helper module through a global
 gives exactly the expected sums although one worker's whole process tree is
-SIGKILLed mid-run and a replacement is started; and files in a bucket of a real S3
-server, which the executors open themselves, give the local run's output.
+SIGKILLed mid-run and a replacement is started; JetStream published by the executors
+holds every message once although the worker whose task is publishing is SIGKILLed;
+and files in a bucket of a real S3 server, which the executors open themselves, give
+the local run's output.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -268,6 +271,95 @@ def test_a_worker_killed_mid_run_loses_nothing_and_duplicates_nothing(
     duplicates = [line for line, n in Counter(lines).items() if n > 1]
     assert not duplicates, f"{len(duplicates)} lines written twice, e.g. {duplicates[:3]}"
     assert sorted(lines) == sorted(expected_window_sums())
+
+
+JETSTREAM_FLOW = """
+from flowspark.connectors.jetstream import JetStreamInput, JetStreamOutput
+from flowspark.dataflow import Dataflow
+
+flow = Dataflow()
+flow.input("in", JetStreamInput({url!r}, "IN", max_messages={per_batch}))
+flow.map(lambda m: (m.key, m.data.upper()))
+flow.output("out", JetStreamOutput({url!r}, "out.copy"))
+"""
+JETSTREAM_N = 40_000
+JETSTREAM_PER_BATCH = 10_000  # two tasks publish 5 000 each per micro-batch
+
+
+def _python_writes(worker: subprocess.Popen) -> int:
+    """Bytes the worker's Python processes have written (files and sockets)."""
+    import psutil
+
+    total = 0
+    with contextlib.suppress(psutil.NoSuchProcess):
+        for proc in psutil.Process(worker.pid).children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                if "python" in proc.name():
+                    total += proc.io_counters().write_chars
+    return total
+
+
+def _publishing_worker(cluster: PrivateCluster, url: str, run: subprocess.Popen) -> int:
+    """Wait until a task is publishing (the output stream holds a count that is not a
+    whole number of tasks' messages) and return the index of the worker that writes
+    the most then: the one whose task is publishing."""
+    from tests.nats_server import stream_state
+
+    per_task = JETSTREAM_PER_BATCH // 2
+    deadline = time.monotonic() + 240
+    while run.poll() is None:
+        if stream_state(url, "OUT").messages % per_task:
+            before = [_python_writes(worker) for worker in cluster.workers]
+            time.sleep(0.01)
+            grew = [_python_writes(w) - b for w, b in zip(cluster.workers, before)]
+            if max(grew) > 0:
+                return grew.index(max(grew))
+        assert time.monotonic() < deadline, "no task was seen publishing"
+    raise AssertionError(run.communicate()[1][-3000:])
+
+
+def test_jetstream_publishes_from_the_executors_once_although_a_worker_is_killed(
+    cluster: PrivateCluster, tmp_path: Path
+):
+    """JetStream → map → JetStream, the output published by the executors: one worker's
+    whole process tree is SIGKILLed while a task publishes, and a replacement is
+    started. Spark runs the lost task again, which publishes the same message ids:
+    the output stream holds every message once, each named by the run's token, its
+    partition, micro-batch and position."""
+    from tests.nats_server import NatsServer, add_stream, publish, read_all, stream_state
+
+    with NatsServer(tmp_path / "nats") as nats:
+        add_stream(nats.url, "IN", ["in.>"])
+        add_stream(nats.url, "OUT", ["out.>"], duplicate_window=600.0)
+        messages = ((f"in.{i % 7}", f"m{i}".encode(), {"Flowspark-Key": f"k{i % 7}"})
+                    for i in range(JETSTREAM_N))  # fmt: skip
+        publish(nats.url, messages)
+        project = tmp_path / "project"
+        project.mkdir()
+        flow = JETSTREAM_FLOW.format(url=nats.url, per_batch=JETSTREAM_PER_BATCH)
+        (project / "flow.py").write_text(flow)
+        recovery = cluster.shared / "recovery"
+        args = ("--bounded", "-r", str(recovery), "--shared-recovery")
+        run = _run("flow.py:flow", cluster.info.master_url, *args, cwd=project)
+        publishing = _publishing_worker(cluster, nats.url, run)
+        seen = stream_state(nats.url, "OUT").messages
+        cluster.kill_worker(cluster.workers[publishing])
+        cluster.add_worker()
+        _, err = run.communicate(timeout=400)
+        restarts = 0
+        while run.returncode != 0 and restarts < 2:  # the query gave up: run it again
+            restarts += 1
+            run = _run("flow.py:flow", cluster.info.master_url, *args, cwd=project)
+            _, err = run.communicate(timeout=400)
+        assert run.returncode == 0, err[-3000:]
+        published = read_all(nats.url, "OUT")
+    got = Counter(data for _, data, _ in published)
+    twice = sum(n - 1 for n in got.values() if n > 1)
+    assert twice == 0, f"killed at {seen} messages: {twice} published twice"
+    assert got == Counter(f"M{i}".encode() for i in range(JETSTREAM_N))
+    ids = [headers["Nats-Msg-Id"] for _, _, headers in published]
+    token = (recovery / "flowspark-sinks" / "out.token").read_text().strip()
+    assert all(re.fullmatch(rf"{token}\.[01]:\d+:\d+", i) for i in ids), ids[:3]
 
 
 S3_FLOW = """
