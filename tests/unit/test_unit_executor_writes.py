@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
+from flowspark.dataflow import Dataflow
 from flowspark.engine.sink import _DynamicWriter
 from flowspark.outputs import DynamicOutput, StatelessSink
-from flowspark.runtime.codec import (
-    STDOUT_PORT,
-    WRITTEN_COUNT_PORT,
-    decode_count,
-    encode_items,
-    encode_range,
-)
+from flowspark.plan.graph import build_plan
+from flowspark.runtime import executor_writes
+from flowspark.runtime.codec import STDOUT_PORT, WRITTEN_COUNT_PORT, decode_count, decode_items
+from flowspark.runtime.compile import compile_flow, with_run_tokens
 from flowspark.runtime.errors import RemoteStepFailure, StepError, find_step_error
-from flowspark.runtime.executor_writes import ExecutorOutput, ExecutorWrites
-from flowspark.runtime.task import rows_to_batch
+from flowspark.runtime.executor_writes import (
+    ExecutorOutput,
+    close_task_sinks,
+    with_token,
+    write_here,
+)
+from flowspark.runtime.stage import StageContext
+from flowspark.runtime.task import leaving_rows, run_program
+from flowspark.testing import TestingInput, TestingOutput
 
 
 class Recorded(DynamicOutput):
@@ -47,41 +54,39 @@ class Recorded(DynamicOutput):
 
 
 @pytest.fixture(autouse=True)
-def _fresh_log():
+def _fresh(monkeypatch):
     Recorded.log = []
+    attempt = [1]
+    monkeypatch.setattr(executor_writes, "_task_attempt", lambda: attempt[0])
+    yield attempt
+    close_task_sinks()
 
 
-def _rows(*rows: tuple[int, bytes], ts_ms: int = 5) -> object:
-    return rows_to_batch([p for p, _ in rows], [None] * len(rows), [d for _, d in rows], ts_ms)
-
-
-def test_rows_of_other_ports_pass_on_untouched_and_each_output_reports_its_count():
-    writes = ExecutorWrites({9: ExecutorOutput("out", Recorded(), "tok")}, 4, 2)
-    batches = [
-        _rows((3, b"a"), (9, encode_items(["x", "y"])), (3, b"b")),
-        _rows((9, encode_range(range(3))), ts_ms=6),
-        _rows((3, b"c"), ts_ms=7),
+def test_one_sink_per_task_is_begun_once_and_counts_each_write(_fresh):
+    target = ExecutorOutput("out", Recorded(), 2, "tok")
+    rows = [*write_here(target, ["x", "y"]), *write_here(target, range(3))]
+    assert [(port, decode_count(data)) for port, _, data in rows] == [
+        (WRITTEN_COUNT_PORT, ("out", 2)),
+        (WRITTEN_COUNT_PORT, ("out", 3)),
     ]
-    out = list(writes(iter(batches)))
-    passed = [(b.column(0).to_pylist(), b.column(2).to_pylist()) for b in out[:-1]]
-    assert passed == [([3, 3], [b"a", b"b"]), ([3], [b"c"])]
-    assert out[1].column(3).to_pylist()[0].timestamp() == 0.007
-    assert out[-1].column(0).to_pylist() == [WRITTEN_COUNT_PORT]
-    assert decode_count(out[-1].column(2).to_pylist()[0]) == ("out", 5)
+    assert close_task_sinks() == b""
     assert Recorded.log == [
         ("build", 0, 2),
-        ("begin", 4, "tok.0"),
+        ("begin", 0, "tok.0"),  # outside Spark: partition 0 of micro-batch 0
         ("write", ["x", "y"]),
         ("write", [0, 1, 2]),
         ("close",),
     ]
 
 
-def test_a_task_without_rows_of_an_output_builds_no_sink_and_counts_nothing():
-    writes = ExecutorWrites({9: ExecutorOutput("out", Recorded(), "tok")}, 0, 2)
-    out = list(writes(iter([_rows((3, b"a"))])))
-    assert [b.column(0).to_pylist() for b in out] == [[3]]
-    assert Recorded.log == []
+def test_the_next_task_in_the_process_closes_the_last_ones_sinks_and_builds_its_own(_fresh):
+    target = ExecutorOutput("out", Recorded(), 1, "tok")
+    list(write_here(target, ["a"]))
+    _fresh[0] = 2  # another task attempt
+    list(write_here(target, ["b"]))
+    assert [entry[0] for entry in Recorded.log] == [
+        "build", "begin", "write", "close", "build", "begin", "write",
+    ]  # fmt: skip
 
 
 def test_printed_text_travels_as_a_stdout_row(capsys):
@@ -91,48 +96,76 @@ def test_printed_text_travels_as_a_stdout_row(capsys):
                 def write_batch(self, items: list) -> None:
                     print(*items)
 
+                def close(self) -> None:
+                    print("closed")
+
             return Sink()
 
-    writes = ExecutorWrites({9: ExecutorOutput("out", Printing(), "tok")}, 0, 1)
-    (last,) = list(writes(iter([_rows((9, encode_items(["hi", 2])))])))
-    assert last.column(0).to_pylist() == [STDOUT_PORT, WRITTEN_COUNT_PORT]
-    assert last.column(2).to_pylist()[0] == b"hi 2\n"
+    rows = list(write_here(ExecutorOutput("out", Printing(), 1, "t"), ["hi", 2]))
+    assert [(port, data) for port, _, data in rows][0] == (STDOUT_PORT, b"hi 2\n")
+    assert close_task_sinks() == b"closed\n"
     assert capsys.readouterr().out == ""
 
 
-def test_a_failing_write_names_the_step_and_the_items_and_closes_the_sinks():
-    writes = ExecutorWrites(
-        {
-            8: ExecutorOutput("first", Recorded(), "tok"),
-            9: ExecutorOutput("second", Recorded(fail_on="bad"), "tok"),
-        },
-        0,
-        1,
-    )
-    batch = _rows((8, encode_items(["ok"])), (9, encode_items(["fine", "bad"])))
+def test_a_failing_write_names_the_step_and_the_items():
+    target = ExecutorOutput("second", Recorded(fail_on="bad"), 1, "tok")
     with pytest.raises(RemoteStepFailure) as info:
-        list(writes(iter([batch])))
+        list(write_here(target, ["fine", "bad"]))
     error = find_step_error(str(info.value))
     assert isinstance(error, KeyError)
     assert isinstance(error, StepError)
     assert str(error).startswith("step 'second' (write_batch) failed on item ['fine', 'bad']")
-    assert Recorded.log.count(("close",)) == 2
+
+
+def _flow(seen: list) -> Dataflow:
+    flow = Dataflow()
+    stream = flow.input("inp", TestingInput([1, 2, 3]))
+    stream.output("there", Recorded())
+    stream.map(lambda x: x * 10).output("here", TestingOutput(seen))
+    return flow
+
+
+def test_a_compiled_program_writes_its_executor_outputs_and_passes_the_rest_as_rows():
+    plan = build_plan(_flow([]))
+    compiled = compile_flow(plan, key_partitions=2)
+    ports = {plan.step(o).step_id: plan.sink_ports[o] for o in plan.outputs}
+    compiled = with_run_tokens(compiled, {ports["there"]: "tok"})
+    program = pickle.loads(compiled.inputs[0].program)
+    assert list(program.executor_sinks) == [ports["there"]]
+    leaving = program.run(compiled.inputs[0].entry, [1, 2, 3], StageContext())
+    rows = list(leaving_rows(program, leaving, spread=1))
+    assert [(port, decode_count(data)) for port, _, data in rows if port < 0] == [
+        (WRITTEN_COUNT_PORT, ("there", 3))
+    ]
+    assert [list(decode_items(data)) for port, _, data in rows if port == ports["here"]] == [
+        [10, 20, 30]
+    ]
+    assert Recorded.log[:3] == [("build", 0, 2), ("begin", 0, "tok.0"), ("write", [1, 2, 3])]
+
+
+def test_run_program_leaves_the_sinks_open_for_the_rest_of_the_task():
+    """A task may run its program several times (one per input chunk): one sink, its
+    positions going on, until the task ends."""
+    plan = build_plan(_flow([]))
+    compiled = with_run_tokens(compile_flow(plan, 1), {plan.sink_ports[plan.outputs[0]]: "t"})
+    program = pickle.loads(compiled.inputs[0].program)
+    entry = compiled.inputs[0].entry
+    for chunk in ([1], [2, 3]):
+        list(run_program(program, [(entry, chunk)], StageContext()))
+    assert [e[0] for e in Recorded.log] == ["build", "begin", "write", "write"]
 
 
 def test_an_output_on_the_executors_builds_no_sink_in_the_driver_unless_rows_come(tmp_path):
-    """On Spark Connect its rows reach the driver: the sink is built then, and begun."""
     writer = _DynamicWriter(Recorded(), tmp_path / "out.token")
     assert Recorded.log == []
     assert writer.token == (tmp_path / "out.token").read_text()
     writer.begin(3)
     writer.write(["a"])
-    writer.begin(4)
     writer.close()
     token = writer.token
-    assert Recorded.log == [
-        ("build", 0, 1),
-        ("begin", 3, token),
-        ("write", ["a"]),
-        ("begin", 4, token),
-        ("close",),
-    ]
+    assert Recorded.log == [("build", 0, 1), ("begin", 3, token), ("write", ["a"]), ("close",)]
+
+
+def test_with_token_keeps_the_rest():
+    target = ExecutorOutput("out", Recorded(), 4)
+    assert with_token(target, "abc") == ExecutorOutput("out", target.output, 4, "abc")

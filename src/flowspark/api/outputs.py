@@ -82,11 +82,11 @@ class DynamicOutput(Output):
 
     * ``"driver"`` (the default): one sink, index 0 of 1, in the process that runs the
       flow; it may use that process's memory, terminal and files;
-    * ``"executors"``: a sink per Spark task of every micro-batch, built with the
-      task's partition as ``worker_index`` and the run's parallelism as
-      ``worker_count``, writing the items of that partition where they were computed,
-      so the write path grows with the cluster's workers. Text it prints reaches the
-      driver's stdout; on Spark Connect the items still come to the client's sink.
+    * ``"executors"``: a sink per Spark task of every micro-batch that computes items
+      for the output, built with the task's partition as ``worker_index`` and the
+      run's parallelism as ``worker_count``, writing them where they are computed, so
+      the write path grows with the cluster's workers; the tasks write side by side
+      (no order among them). Text it prints reaches the driver's stdout.
     """
 
     writes_on: ClassVar[Literal["driver", "executors"]] = "driver"

@@ -28,7 +28,7 @@ from pyspark.sql import Row
 from flowspark.engine.compat import is_connect
 from flowspark.engine.stateful import LevelProcessor
 from flowspark.runtime.codec import KEY_SEPARATOR, ROW_SCHEMA, WHOLE_INPUT_MS
-from flowspark.runtime.task import RowBuffer, run_program, task_context
+from flowspark.runtime.task import RowBuffer, run_program, task_context, task_end
 
 __all__ = ["read_frame", "bounded_keyed_level", "run_job"]
 
@@ -40,12 +40,15 @@ def read_frame(
     running the input's level-0 program (``programs`` by input) over its split."""
 
     def read(batches: Iterator[Any]) -> Iterator[Any]:
+        program = None
         for batch in batches:
             for index in batch.column(0).to_pylist():
                 entry, split = reads[index]
                 program = pickle.loads(programs[entry])
                 feeds = ((entry, items) for items in pickle.loads(split).read())
                 yield from run_program(program, feeds, task_context(), spread, WHOLE_INPUT_MS)
+        if program is not None:
+            yield from task_end(program, WHOLE_INPUT_MS)
 
     tasks = max(1, len(reads))
     return spark.range(0, len(reads), 1, tasks).mapInArrow(read, ROW_SCHEMA)
@@ -83,6 +86,7 @@ def bounded_keyed_level(
                     yield rows.take(WHOLE_INPUT_MS)
         if rows:
             yield rows.take(WHOLE_INPUT_MS)
+        yield from task_end(processor.program, WHOLE_INPUT_MS)
 
     return df.repartition(key_partitions, "key").mapInArrow(level, ROW_SCHEMA)
 

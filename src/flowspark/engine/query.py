@@ -59,7 +59,7 @@ from flowspark.engine.vertex_marks import MARKS_FILE
 from flowspark.plan.graph import Plan, build_plan
 from flowspark.runtime import pickling
 from flowspark.runtime.codec import ROW_SCHEMA, decode_items
-from flowspark.runtime.compile import CompiledFlow, CompiledLevel, compile_flow
+from flowspark.runtime.compile import CompiledFlow, CompiledLevel, compile_flow, with_run_tokens
 from flowspark.runtime.input_offsets import InputSpec, whole_input_splits
 from flowspark.runtime.numaflow.handler_host import host_stats, start_hosts, stop_hosts
 from flowspark.runtime.storage import Location, StorageError
@@ -186,10 +186,11 @@ def _stage_function(program_bytes: bytes, entries: frozenset[int], spread: int) 
     """The ``mapInArrow`` function of a level after a ``redistribute``."""
 
     def stage(batches: Iterator[Any]) -> Iterator[Any]:
-        from flowspark.runtime.task import rows_to_batch, run_program, task_context  # noqa: PLC0415 pyarrow: tasks only
+        from flowspark.runtime.task import rows_to_batch, run_program, task_context, task_end  # noqa: PLC0415 pyarrow: tasks only
 
         program = pickle.loads(program_bytes)
         ctx = task_context()
+        latest = 0
         for batch in batches:
             ports = batch.column(0).to_pylist()
             keys = batch.column(1).to_pylist()
@@ -205,8 +206,10 @@ def _stage_function(program_bytes: bytes, entries: frozenset[int], spread: int) 
                         column.append(value)
             if passing[0]:
                 yield rows_to_batch(*passing)
+            latest = max(latest, *times)
             if feeds:
                 yield from run_program(program, feeds, ctx, spread, max(times))
+        yield from task_end(program, latest)
 
     return stage
 
@@ -402,74 +405,118 @@ def _execute(
     ``lock``: this run's hold on the recovery directory, checked before each batch
     is written; ``resuming``: Spark has committed batches there; ``warming``: this is
     :func:`_warm_keyed_path`'s run (no progress log)."""
-    from flowspark.engine import bounded  # noqa: PLC0415 pyspark: when Spark starts
-
     with _run_directory(config) as (scratch, checkpoint):
         marks_at = checkpoint.child(MARKS_FILE) if compiled.vertex_marks else None
         spill_dir = scratch if _local(spark) else None
-        whole = _batch_job_reads(compiled, config, spill_dir, parallelism)
-        streamed = whole is None
-        hosts: dict[str, list[Any]] = {}  # the handler hosts this driver started, by run
-        if streamed and not config.bounded and _local(spark):  # a live run
-            hosts = _start_handler_hosts(compiled)
-        if whole is not None:  # one batch job (see engine/bounded.py)
-            df = bounded.read_frame(spark, *whole, parallelism)
-            wall_ms = time.time_ns() // 1_000_000  # the system time keyed steps see
-
-            def apply_keyed(df: Any, processor: Any, first: bool) -> Any:
-                return bounded.bounded_keyed_level(df, processor, compiled.key_partitions, wall_ms)
-
-        else:
-            df = _stream_frame(spark, compiled, config, scratch, spill_dir, parallelism, marks_at)
-            apply_keyed = _keyed_stream_level
-        df = _apply_levels(df, compiled.levels, apply_keyed, parallelism)
-
-        builder = ReportBuilder(streamed)
-        listeners: list[RunListener] = [builder, *config.listeners]
-        # A flow's services that watch the run (an HTTP source's /health).
-        listeners += [s for s in services if isinstance(s, RunListener)]
-        if os.environ.get("FLOWSPARK_PROGRESS_LOG") and not warming:
-            listeners.append(ProgressLog(os.environ["FLOWSPARK_PROGRESS_LOG"]))
-        if streamed and config.release_planning_workers and not is_connect(spark):
-            listeners.append(PlanningWorkersRelease(spark))
-        figures = _handler_figures(compiled) if _local(spark) else None
-        hub = ProgressHub(listeners, streamed, figures)
         dispatcher = BatchDispatcher(
             compiled.plan,
             checkpoint.child(SINKS_DIR),
-            hub,
             guard=lock.check if lock is not None else None,
             resuming=resuming,
             marks_at=marks_at,
-            parallelism=parallelism,
         )
-        connections = callback_connections()
         try:
-            with _ctrl_c_flag() as interrupted:
-                if whole is not None:
-                    bounded.run_job(df, dispatcher, interrupted)
-                    hub.job_done()
-                else:
-                    _run_stream(df, dispatcher, config, checkpoint, interrupted, hub)
-        except KeyboardInterrupt:
-            raise
-        except Exception as exc:
-            error = dispatcher.error or clean_spark_error(exc)
-            if isinstance(error, AbortExecution):  # an input stopped the run: it ends
-                _aborted(compiled, error, builder.report)
-                return builder.report
-            if isinstance(error, FlowRunError):  # not the user's: a damaged directory?
-                error = name_damage(f"{exc}\n{error}", checkpoint) or error
-            error.__suppress_context__ = True  # keep __cause__ (the user's error), drop Spark's
-            raise error  # noqa: B904 - the cause is set deliberately above
+            # Outputs written on the executors name their writes by the run's tokens.
+            compiled = with_run_tokens(compiled, dispatcher.run_tokens)
+            whole = _batch_job_reads(compiled, config, spill_dir, parallelism)
+            hosts: dict[str, list[Any]] = {}  # the handler hosts this driver started, by run
+            try:
+                if whole is None and not config.bounded and _local(spark):  # a live run
+                    hosts = _start_handler_hosts(compiled)
+                where = _RunPlaces(scratch, checkpoint, spill_dir)
+                return _run_levels(
+                    spark,
+                    compiled,
+                    config,
+                    parallelism,
+                    services,
+                    dispatcher,
+                    where,
+                    whole,
+                    warming,
+                )
+            finally:
+                if _local(spark):
+                    _stop_handler_hosts(compiled, hosts)
         finally:
             dispatcher.close()
-            close_callback_connections(connections)
-            if _local(spark):
-                _stop_handler_hosts(compiled, hosts)
-        if dispatcher.error is not None:
-            raise dispatcher.error
-        return builder.report
+
+
+@dataclass(frozen=True)
+class _RunPlaces:
+    """Where a run keeps things: its ``scratch`` directory, its ``checkpoint`` (the
+    recovery directory) and where inputs may spill (``None``: nowhere)."""
+
+    scratch: Path
+    checkpoint: Location
+    spill_dir: Path | None
+
+
+def _run_levels(
+    spark: Any,
+    compiled: CompiledFlow,
+    config: RunConfig,
+    parallelism: int,
+    services: Sequence[Any],
+    dispatcher: BatchDispatcher,
+    where: _RunPlaces,
+    whole: tuple[dict[int, bytes], list[tuple[int, bytes]]] | None,
+    warming: bool,
+) -> RunReport:
+    """Build the query of ``compiled``'s levels (one batch job when ``whole`` gives its
+    reads) and run it through ``dispatcher``."""
+    from flowspark.engine import bounded  # noqa: PLC0415 pyspark: when Spark starts
+
+    streamed = whole is None
+    scratch, checkpoint, spill_dir = where.scratch, where.checkpoint, where.spill_dir
+    marks_at = dispatcher.marks_at
+    if whole is not None:  # one batch job (see engine/bounded.py)
+        df = bounded.read_frame(spark, *whole, parallelism)
+        wall_ms = time.time_ns() // 1_000_000  # the system time keyed steps see
+
+        def apply_keyed(df: Any, processor: Any, first: bool) -> Any:
+            return bounded.bounded_keyed_level(df, processor, compiled.key_partitions, wall_ms)
+
+    else:
+        df = _stream_frame(spark, compiled, config, scratch, spill_dir, parallelism, marks_at)
+        apply_keyed = _keyed_stream_level
+    df = _apply_levels(df, compiled.levels, apply_keyed, parallelism)
+
+    builder = ReportBuilder(streamed)
+    listeners: list[RunListener] = [builder, *config.listeners]
+    # A flow's services that watch the run (an HTTP source's /health).
+    listeners += [s for s in services if isinstance(s, RunListener)]
+    if os.environ.get("FLOWSPARK_PROGRESS_LOG") and not warming:
+        listeners.append(ProgressLog(os.environ["FLOWSPARK_PROGRESS_LOG"]))
+    if streamed and config.release_planning_workers and not is_connect(spark):
+        listeners.append(PlanningWorkersRelease(spark))
+    figures = _handler_figures(compiled) if _local(spark) else None
+    hub = ProgressHub(listeners, streamed, figures)
+    dispatcher.hub = hub
+    connections = callback_connections()
+    try:
+        with _ctrl_c_flag() as interrupted:
+            if whole is not None:
+                bounded.run_job(df, dispatcher, interrupted)
+                hub.job_done()
+            else:
+                _run_stream(df, dispatcher, config, checkpoint, interrupted, hub)
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:
+        error = dispatcher.error or clean_spark_error(exc)
+        if isinstance(error, AbortExecution):  # an input stopped the run: it ends
+            _aborted(compiled, error, builder.report)
+            return builder.report
+        if isinstance(error, FlowRunError):  # not the user's: a damaged directory?
+            error = name_damage(f"{exc}\n{error}", checkpoint) or error
+        error.__suppress_context__ = True  # keep __cause__ (the user's error), drop Spark's
+        raise error  # noqa: B904 - the cause is set deliberately above
+    finally:
+        close_callback_connections(connections)
+    if dispatcher.error is not None:
+        raise dispatcher.error
+    return builder.report
 
 
 def _aborted(compiled: CompiledFlow, error: BaseException, report: RunReport) -> None:

@@ -1,9 +1,9 @@
 """The driver side of every micro-batch: Spark's ``foreachBatch`` hands us the batch.
 
 The dispatcher collects the batch's rows (Arrow), prints captured worker
-output, and writes each output's items through its sink, in row order. The rows of
-outputs written on the executors are written by Spark's tasks as they are collected
-(runtime/executor_writes.py); only their counts reach the driver.
+output, and writes each output's items through its sink, in row order. Outputs
+written on the executors are written by Spark's tasks (runtime/executor_writes.py);
+only their counts reach the driver.
 
 Partitioned outputs are exactly-once: after a batch is written and flushed,
 the parts' snapshots are saved (atomically, keeping the previous generation) in
@@ -40,7 +40,6 @@ from flowspark.runtime.codec import (
     LATE_COUNT_PORT,
     MARKER_PORT,
     READ_COUNT_PORT,
-    ROW_SCHEMA,
     STDOUT_PORT,
     WRITTEN_COUNT_PORT,
     decode_count,
@@ -48,7 +47,6 @@ from flowspark.runtime.codec import (
     decode_items,
 )
 from flowspark.runtime.errors import StepError, user_error
-from flowspark.runtime.executor_writes import ExecutorOutput, ExecutorWrites
 from flowspark.runtime.storage import Location, read_bytes, write_bytes_atomic
 
 __all__ = ["SINKS_DIR", "BatchDispatcher", "FlowFailed", "load_generations"]
@@ -264,8 +262,8 @@ class BatchDispatcher:
     ``guard`` is called before each batch is written and raises to stop the run (this
     run no longer holds the recovery directory, see engine/recovery_lock.py);
     ``resuming``: Spark has committed batches in the recovery directory.
-    ``parallelism``: the run's partitions per micro-batch, the ``worker_count`` of
-    the sinks of outputs written on the executors (see runtime/executor_writes.py).
+    Outputs written on the executors (runtime/executor_writes.py) get their run
+    token here (:attr:`run_tokens`); their items reach no sink here, only their counts.
     """
 
     def __init__(
@@ -276,10 +274,8 @@ class BatchDispatcher:
         guard: Callable[[], None] | None = None,
         resuming: bool = False,
         marks_at: Location | None = None,
-        parallelism: int = 1,
     ) -> None:
         self.hub = hub
-        self.parallelism = parallelism
         # The vertex watermark's file, kept per batch (engine/vertex_marks.py).
         self.marks_at = marks_at
         self.marks = VertexMarks.load(marks_at) if marks_at is not None else None
@@ -298,8 +294,9 @@ class BatchDispatcher:
         except BaseException:
             self.close()
             raise
-        self.on_executors = {
-            port: ExecutorOutput(self.step_ids[port], writer.output, writer.token)
+        # The run tokens of the outputs that Spark's tasks write, by sink port.
+        self.run_tokens = {
+            port: writer.token
             for port, writer in self.writers.items()
             if isinstance(writer, _DynamicWriter) and writer.on_executors
         }
@@ -307,10 +304,6 @@ class BatchDispatcher:
         self.batches = 0
 
     def __call__(self, df: Any, batch_id: int) -> None:
-        if self.on_executors:  # their rows are written in Spark's tasks, while collected
-            self._stopping_on_error(self._check_guard)
-            writes = ExecutorWrites(self.on_executors, batch_id, self.parallelism)
-            df = df.mapInArrow(writes, ROW_SCHEMA)
         try:
             table = df.toArrow()
         except Exception as exc:  # a worker failed: keep the clean error, stop the query
@@ -321,26 +314,19 @@ class BatchDispatcher:
     def deliver(self, table: Any, batch_id: int) -> None:
         """Write a collected micro-batch (Arrow ``table``) through the sinks (on
         Spark Connect, the table comes from the server, see ``engine/delivery.py``)."""
-        self._stopping_on_error(lambda: self._dispatch(table, batch_id))
-        self.batches += 1
-
-    def _stopping_on_error(self, work: Callable[[], None]) -> None:
-        """Run ``work``; an error it raises is kept aside and stops the query."""
         try:
-            work()
+            self._dispatch(table, batch_id)
         except StepError as exc:
             self.error = exc
             raise FlowFailed(str(exc)) from None
         except Exception as exc:
             self.error = exc
             raise FlowFailed(f"{type(exc).__name__}: {exc}") from None
-
-    def _check_guard(self) -> None:
-        if self.guard is not None:
-            self.guard()
+        self.batches += 1
 
     def _dispatch(self, table: Any, batch_id: int) -> None:
-        self._check_guard()
+        if self.guard is not None:
+            self.guard()
         writers = self.writers
         read: dict[str, int] = {}
         written: dict[str, int] = {}

@@ -297,7 +297,7 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     # -- executors ---------------------------------------------------------------
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        from flowspark.runtime.task import rows_to_batch, run_program, task_context  # noqa: PLC0415 pyarrow: tasks only
+        from flowspark.runtime.task import rows_to_batch, run_program, task_context, task_end  # noqa: PLC0415 pyarrow: tasks only
 
         entry, split, ts, floor = partition.value
         if entry is None:
@@ -315,6 +315,7 @@ class _FlowsparkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             feeds = ((int(entry), items) for items in split.read())
         upstream = getattr(split, "upstream", None)
         yield from run_program(program, feeds, task_context(), self.spread, ts, upstream)
+        yield from task_end(program, ts)
 
 
 class FlowsparkSource(DataSource):

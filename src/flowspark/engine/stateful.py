@@ -165,7 +165,12 @@ class LevelProcessor(StatefulProcessor):
         )
 
     def close(self) -> None:
-        pass
+        """The partition's end: close the sinks of outputs written here (what they
+        print then is dropped: a processor emits nothing once closed)."""
+        if getattr(self, "program", None) is not None and self.program.executor_sinks:
+            from flowspark.runtime.executor_writes import close_task_sinks  # noqa: PLC0415 pyarrow: tasks only
+
+            close_task_sinks()
 
     # -- helpers -------------------------------------------------------------------
 

@@ -19,16 +19,25 @@ here, before Spark runs anything: the engine only maps these levels onto Spark
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import pickle
+from dataclasses import dataclass, replace
 from typing import Any
 
 from flowspark.api.inputs import DynamicInput, PartitionedInput
 from flowspark.plan.graph import Plan
 from flowspark.runtime import pickling
+from flowspark.runtime.executor_writes import ExecutorOutput, with_token
 from flowspark.runtime.logics import logic_for
 from flowspark.runtime.stage import StageProgram
 
-__all__ = ["CompiledFlow", "CompiledInput", "CompiledLevel", "compile_flow"]
+__all__ = [
+    "CompiledFlow",
+    "CompiledInput",
+    "CompiledLevel",
+    "compile_flow",
+    "executor_outputs",
+    "with_run_tokens",
+]
 
 
 @dataclass(frozen=True)
@@ -86,16 +95,20 @@ def compile_flow(plan: Plan, key_partitions: int) -> CompiledFlow:
     """Build and pickle every level's program and keyed logics of ``plan``."""
     clock = flow_clock(plan)
     event_time, vertex_marks = clock == "source", clock == "marks"
+    written_here = executor_outputs(plan, key_partitions)
     inputs = []
     for i in plan.inputs:
         reading = StageProgram.for_level(plan, 0, [i], key_partitions)
         reading.event_times = vertex_marks
+        reading.executor_sinks = written_here
         step = plan.step(i)
         inputs.append(CompiledInput(i, step.step_id, step.args["input"], pickling.dumps(reading)))
     levels = []
     for level in range(1, plan.top_level + 1):
         entries = plan.entries(level)
-        program = pickling.dumps(StageProgram.for_level(plan, level, entries, key_partitions))
+        stage = StageProgram.for_level(plan, level, entries, key_partitions)
+        stage.executor_sinks = written_here
+        program = pickling.dumps(stage)
         keyed = [i for i in entries if plan.step(i).operator.family == "keyed"]
         if keyed:
             vertex = clock != "key"
@@ -113,6 +126,34 @@ def compile_flow(plan: Plan, key_partitions: int) -> CompiledFlow:
             compiled = CompiledLevel(level, frozenset(entries), program)
         levels.append(compiled)
     return CompiledFlow(plan, inputs, levels, key_partitions, event_time, vertex_marks)
+
+
+def executor_outputs(plan: Plan, workers: int) -> dict[int, ExecutorOutput]:
+    """The outputs of ``plan`` written on the executors, by sink port (no run token
+    yet: :func:`with_run_tokens` gives them theirs)."""
+    return {
+        plan.sink_ports[o]: ExecutorOutput(plan.step(o).step_id, output, workers)
+        for o in plan.outputs
+        if getattr(output := plan.step(o).args["output"], "writes_on", "driver") == "executors"
+    }
+
+
+def with_run_tokens(compiled: CompiledFlow, tokens: dict[int, str]) -> CompiledFlow:
+    """``compiled`` whose outputs written on the executors name their writes by the
+    recovery directory's run ``tokens`` (by sink port)."""
+    if not tokens:
+        return compiled
+
+    def named(program: bytes) -> bytes:
+        stage: StageProgram = pickle.loads(program)
+        stage.executor_sinks = {
+            port: with_token(target, tokens[port]) for port, target in stage.executor_sinks.items()
+        }
+        return pickling.dumps(stage)
+
+    inputs = [replace(i, program=named(i.program)) for i in compiled.inputs]
+    levels = [replace(lv, program=named(lv.program)) for lv in compiled.levels]
+    return replace(compiled, inputs=inputs, levels=levels)
 
 
 def flow_clock(plan: Plan) -> str:

@@ -2,20 +2,21 @@
 
 An output that declares ``writes_on = "executors"`` (flowspark's JetStream output,
 or a user's :class:`~flowspark.api.outputs.DynamicOutput` that says so) is not
-written by the driver. The micro-batch's rows take one more map on their way to the
-driver (:class:`ExecutorWrites`, a ``mapInArrow``): each task builds the output's
-sink with its partition as ``worker_index``, writes that output's rows in their
-order, closes the sink, and passes every other row on. In place of the rows it
-wrote, the driver receives one count row per output (:data:`WRITTEN_COUNT_PORT`).
+written by the driver. The task whose level emits the output's items writes them
+itself, as they leave its program (:func:`write_here`, called by
+``runtime/task.leaving_rows``): through a sink it builds on its first items, with its
+partition as ``worker_index``, and closes when the task ends (:func:`close_task_sinks`).
+In place of the items, the driver receives count rows (:data:`WRITTEN_COUNT_PORT`),
+and what the sink printed.
 
 A sink with ``begin_batch(batch_id, run_token)`` gets the recovery directory's token
 followed by ``.`` and the partition: a task that Spark runs again (a retry, a
 replayed micro-batch) names its writes as the first attempt did, and two tasks of
-one micro-batch never name theirs alike.
+one micro-batch never name theirs alike (one level writes an output: the one of its
+step).
 
 >>> from flowspark.api.outputs import DynamicOutput, StatelessSink
->>> from flowspark.runtime.codec import decode_count, encode_items
->>> from flowspark.runtime.task import rows_to_batch
+>>> from flowspark.runtime.codec import decode_count
 >>> class Printed(DynamicOutput):
 ...     writes_on = "executors"
 ...     def build(self, worker_index, worker_count):
@@ -23,63 +24,66 @@ one micro-batch never name theirs alike.
 ...             def write_batch(self, items):
 ...                 print(worker_index, worker_count, items)
 ...         return Sink()
->>> writes = ExecutorWrites({7: ExecutorOutput("out", Printed(), "tok")}, 3, 2)
->>> rows = rows_to_batch([7, 5, 7], [None] * 3, [encode_items([1, 2]), b"x", encode_items([3])], 0)
->>> out = list(writes([rows]))
->>> [batch.column(0).to_pylist() for batch in out]
-[[5], [-1, -7]]
->>> text, count = out[-1].column(2).to_pylist()
->>> text.decode().splitlines(), decode_count(count)
-(['0 2 [1, 2]', '0 2 [3]'], ('out', 3))
+>>> target = ExecutorOutput("out", Printed(), 2, "tok")
+>>> [(port, data) for port, _, data in write_here(target, [1, 2])]
+[(-1, b'0 2 [1, 2]\\n'), (-7, b'out\\x1f2')]
+>>> [decode_count(data) for port, _, data in write_here(target, range(3)) if port == -7]
+[('out', 3)]
+>>> close_task_sinks()
+b''
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
-from flowspark.runtime.codec import STDOUT_PORT, WRITTEN_COUNT_PORT, decode_items, encode_count
+from flowspark.runtime.codec import STDOUT_PORT, WRITTEN_COUNT_PORT, encode_count
 from flowspark.runtime.errors import step_failure
-from flowspark.runtime.task import capture_stdout, rows_to_batch, task_context
+from flowspark.runtime.task_context import capture_stdout, task_context
 
-__all__ = ["ExecutorOutput", "ExecutorWrites"]
+__all__ = ["ExecutorOutput", "close_task_sinks", "with_token", "write_here"]
 
 
 @dataclass(frozen=True)
 class ExecutorOutput:
     """An output written on the executors: its step id, the output (a
-    ``DynamicOutput``), and the recovery directory's run token."""
+    ``DynamicOutput``), the sinks' ``worker_count`` (the run's parallelism) and the
+    recovery directory's run token (set once the run has its directory)."""
 
     step_id: str
     output: Any
-    token: str
+    workers: int
+    token: str = ""
+
+
+def with_token(target: ExecutorOutput, token: str) -> ExecutorOutput:
+    """``target`` naming its writes by ``token``."""
+    return replace(target, token=token)
 
 
 class _TaskSink:
-    """One output's sink in one task: built on its first rows, begun for the batch."""
+    """One output's sink in the running task: built on its first items, begun for
+    the micro-batch."""
 
-    def __init__(self, target: ExecutorOutput, batch_id: int, worker: int, workers: int) -> None:
+    def __init__(self, target: ExecutorOutput) -> None:
+        ctx = task_context()
         self.target = target
-        self.written = 0
         try:
-            self.sink = target.output.build(worker, workers)
+            self.sink = target.output.build(ctx.worker, target.workers)
             begin = getattr(self.sink, "begin_batch", None)
             if begin is not None:
-                begin(batch_id, f"{target.token}.{worker}")
+                begin(ctx.epoch - 1, f"{target.token}.{ctx.worker}")
         except Exception as exc:
-            raise step_failure(target.step_id, "build", f"worker {worker}", exc) from None
+            raise step_failure(target.step_id, "build", f"worker {ctx.worker}", exc) from None
 
     def write(self, items: list[Any]) -> None:
         try:
             self.sink.write_batch(items)
         except Exception as exc:  # the user's sink: the driver re-raises it with its type
             raise step_failure(self.target.step_id, "write_batch", items[:3], exc) from None
-        self.written += len(items)
 
     def close(self) -> None:
         try:
@@ -88,54 +92,50 @@ class _TaskSink:
             raise step_failure(self.target.step_id, "close", None, exc) from None
 
 
-class ExecutorWrites:
-    """The ``mapInArrow`` function of one micro-batch (``batch_id``) that writes the rows
-    of ``outputs`` (by port) through a sink per task, ``workers`` being the run's
-    parallelism, and yields every other row, then the count and printed-text rows."""
+# This process's sinks for the task it runs now (a Spark Python worker runs one task
+# at a time), by step id, and that task's attempt id.
+_sinks: dict[str, _TaskSink] = {}
+_attempt: list[int | None] = [None]
 
-    def __init__(self, outputs: dict[int, ExecutorOutput], batch_id: int, workers: int) -> None:
-        self.outputs = outputs
-        self.batch_id = batch_id
-        self.workers = workers
 
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        worker = task_context().worker
-        ports = pa.array(list(self.outputs), pa.int32())
-        sinks: dict[int, _TaskSink] = {}
-        captured = capture_stdout()
+def _task_attempt() -> int | None:
+    from pyspark import TaskContext  # noqa: PLC0415 pyspark: runtime imports without it
+
+    context = TaskContext.get()
+    return None if context is None else context.taskAttemptId()
+
+
+def write_here(target: ExecutorOutput, items: Iterable[Any]) -> Iterator[tuple[int, None, bytes]]:
+    """Write ``items`` through the running task's sink of ``target``; yield the rows
+    that go to the driver instead: what the sink printed, and the count written."""
+    attempt = _task_attempt()
+    if attempt != _attempt[0]:  # a new task: the last one's sinks are done
+        with contextlib.suppress(Exception):
+            close_task_sinks()
+        _attempt[0] = attempt
+    values = items if isinstance(items, list) else list(items)
+    with capture_stdout() as captured:
+        sink = _sinks.get(target.step_id)
+        if sink is None:
+            sink = _sinks[target.step_id] = _TaskSink(target)
+        sink.write(values)
+    text = captured.take()
+    if text:
+        yield STDOUT_PORT, None, text
+    yield WRITTEN_COUNT_PORT, None, encode_count(target.step_id, len(values))
+
+
+def close_task_sinks() -> bytes:
+    """Close the running task's sinks (its end); return what they printed."""
+    sinks = list(_sinks.values())
+    _sinks.clear()
+    with capture_stdout() as captured:
         try:
-            for batch in batches:
-                ours = pc.is_in(batch.column(0), value_set=ports)
-                if not pc.any(ours).as_py():
-                    yield batch
-                    continue
-                others = batch.filter(pc.invert(ours))
-                if others.num_rows:
-                    yield others
-                mine = batch.filter(ours)
-                for port, data in zip(mine.column(0).to_pylist(), mine.column(2).to_pylist()):
-                    with captured:
-                        self._write(sinks, port, data, worker)
-            with captured:
-                for sink in sinks.values():
-                    sink.close()
+            for sink in sinks:
+                sink.close()
         except BaseException:
-            with contextlib.suppress(Exception), captured:
-                for sink in sinks.values():
+            for sink in sinks:  # the others still close
+                with contextlib.suppress(Exception):
                     sink.sink.close()
             raise
-        rows = [
-            (WRITTEN_COUNT_PORT, encode_count(s.target.step_id, s.written)) for s in sinks.values()
-        ]
-        text = captured.take()
-        if text:
-            rows.insert(0, (STDOUT_PORT, text))
-        if rows:
-            yield rows_to_batch([p for p, _ in rows], [None] * len(rows), [d for _, d in rows], 0)
-
-    def _write(self, sinks: dict[int, _TaskSink], port: int, data: bytes, worker: int) -> None:
-        sink = sinks.get(port)
-        if sink is None:
-            sink = sinks[port] = _TaskSink(self.outputs[port], self.batch_id, worker, self.workers)
-        items = decode_items(data)
-        sink.write(items if isinstance(items, list) else list(items))
+    return captured.take()

@@ -158,6 +158,9 @@ class StageProgram:
     # The flow runs on the vertex watermark of its datums' event times: report
     # the event times of what leaves for Numaflow keyed steps (engine/vertex_marks).
     event_times: bool = field(default=False, init=False)
+    # Sink ports of outputs written on the executors -> their ExecutorOutput: the
+    # task writes what leaves for them (runtime/executor_writes.py).
+    executor_sinks: dict[int, Any] = field(default_factory=dict, init=False)
 
     @classmethod
     def for_level(

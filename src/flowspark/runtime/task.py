@@ -9,9 +9,7 @@ prints it in order, where the user (or a test's ``capsys``) sees it.
 from __future__ import annotations
 
 import gc
-import io
 import pickle
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -34,9 +32,11 @@ from flowspark.runtime.codec import (
     encode_range,
 )
 from flowspark.runtime.errors import step_failure
+from flowspark.runtime.executor_writes import close_task_sinks, write_here
 from flowspark.runtime.partitioning import key_for_partition, spark_partition, state_bucket
 from flowspark.runtime.stage import Items, StageContext, StageProgram
 from flowspark.runtime.stateful import check_keyed
+from flowspark.runtime.task_context import capture_stdout, task_context
 from flowspark.shared.times import naive_as_utc_to_ms
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "RowBuffer",
     "pack_by_key",
     "leaving_rows",
+    "task_end",
     "capture_stdout",
     "tune_gc",
 ]
@@ -56,29 +57,6 @@ ARROW_SCHEMA = pa.schema(
     [("port", pa.int32()), ("key", pa.string()), ("data", pa.binary()), ("ts", TS_TYPE)]
 )
 _FLUSH_BYTES = 8 << 20
-
-
-class capture_stdout:  # noqa: N801 - used like a function
-    """Collect what user code prints (``with capture_stdout() as cap: ...; cap.take()``)."""
-
-    def __init__(self) -> None:
-        self.buffer = io.StringIO()
-        self.saved: Any = None
-
-    def __enter__(self) -> capture_stdout:
-        self.saved, sys.stdout = sys.stdout, self.buffer
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        sys.stdout = self.saved
-
-    def take(self) -> bytes:
-        """The captured text since the last call, as UTF-8."""
-        text = self.buffer.getvalue()
-        if text:
-            self.buffer.seek(0)
-            self.buffer.truncate()
-        return text.encode("utf-8", "backslashreplace")
 
 
 _FLUSH_ROWS = 256
@@ -93,18 +71,6 @@ def tune_gc() -> None:
     """Collect garbage in larger rounds in this (Spark worker) process."""
     if gc.get_threshold()[0] < _GC_THRESHOLD[0]:
         gc.set_threshold(*_GC_THRESHOLD)
-
-
-def task_context() -> StageContext:
-    """The epoch (micro-batch id + 1) and worker (partition id) of the running task."""
-    from pyspark import TaskContext  # noqa: PLC0415 pyspark: runtime imports without it
-
-    tc = TaskContext.get()
-    if tc is None:
-        return StageContext()
-    batch_id = tc.getLocalProperty("streaming.sql.batchId")
-    epoch = int(batch_id) + 1 if batch_id is not None else 1
-    return StageContext(epoch=epoch, worker=tc.partitionId())
 
 
 def rows_to_batch(
@@ -318,6 +284,15 @@ def keys_in_rows(datas: Iterable[bytes]) -> dict[str, list[tuple[int, bytes]]]:
     return by_key
 
 
+def task_end(program: StageProgram, ts_ms: int) -> Iterator[pa.RecordBatch]:
+    """The end of a task that ran ``program``: close the sinks it wrote outputs
+    through (runtime/executor_writes.py); a batch of what they printed, at ``ts_ms``."""
+    if program.executor_sinks:
+        text = close_task_sinks()
+        if text:
+            yield rows_to_batch([STDOUT_PORT], [None], [text], ts_ms)
+
+
 def leaving_rows(
     program: StageProgram,
     leaving: list[tuple[int, Items]],
@@ -328,6 +303,8 @@ def leaving_rows(
 ) -> Iterator[tuple[int, str | None, bytes]]:
     """Encode what leaves a level as rows; keyed steps get one row per key
     (per partition when the batch holds the ``whole`` input, see :class:`KeyedBuffer`).
+    Items for an output written on the executors are written here, and leave as
+    count rows (see runtime/executor_writes.py).
 
     Keyed rows carry ``order`` (the upstream partition and chunk), so the keyed
     step can put a key's rows back in arrival order after the shuffle. With a
@@ -335,9 +312,12 @@ def leaving_rows(
     """
     own = keyed is None
     buffer = KeyedBuffer(program, whole) if keyed is None else keyed
+    written_here = program.executor_sinks
     for port, out in leaving:
         if port in program.keyed:
             buffer.add(port, out, order)
+        elif port in written_here:  # an output this task writes itself
+            yield from write_here(written_here[port], out)
         else:
             for piece in _pieces(out, 1 if port >= SINK_PORT_BASE else spread):
                 yield port, None, _encode(piece)
