@@ -162,3 +162,26 @@ def test_a_bytewax_021_dynamic_sink_writes_on_the_executors_when_it_says_so(tmp_
     lines = _lines(folder)
     assert sorted(line[-1] for line in lines) == ["A", "B", "C", "D"]
     assert {line[0] for line in lines}.isdisjoint({str(os.getpid())})
+
+
+@pytest.mark.parametrize("batch_job", [True, False], ids=["batch-job", "stream"])
+def test_a_keyed_steps_output_is_written_by_its_own_tasks_each_key_in_order(tmp_path, batch_job):
+    """After a keyed step every item of a key is in one task, in the key's order."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    flow = Dataflow()
+    stream = flow.input("inp", TestingInput([(f"k{i % 3}", i) for i in range(60)], batch_size=9))
+    running = stream.stateful_map("sum", lambda: 0, lambda acc, v: (acc + v, f"{acc + v}"))
+    running.map(lambda kv: f"{kv[0]}={kv[1]}").output("sums", LinesOutput(folder))
+    recovery = None if batch_job else str(tmp_path / "rec")
+    report = run_flow(flow, RunConfig(batch_job=batch_job, recovery_dir=recovery))
+    assert report.streamed is not batch_job
+    lines = sorted(_lines(folder), key=lambda line: int(line[3]))  # by micro-batch, stable
+    assert report.items_written == {"sums": 60}
+    by_key: dict[str, list[int]] = {}
+    for line in lines:
+        key, total = line[-1].split("=")
+        by_key.setdefault(key, []).append(int(total))
+    expected = {f"k{k}": [sum(range(k, i + 1, 3)) for i in range(k, 60, 3)] for k in range(3)}
+    assert by_key == expected
+    assert {line[0] for line in lines}.isdisjoint({str(os.getpid())})

@@ -222,24 +222,30 @@ def test_output_items_of_each_kind_and_a_subject_function(nats):
     assert headers[b"msg"]["h"] == "v" and headers[b"msg"]["Nats-Msg-Id"] != "dropped"
 
 
-def test_a_replayed_batch_is_dropped_as_duplicates(nats, tmp_path):
-    """The same recovery directory and batch id give the same message ids."""
+def test_a_replayed_batch_is_dropped_as_duplicates(nats, tmp_path, monkeypatch):
+    """The same recovery directory, partition and batch give the same message ids: a
+    task run again (here: outside Spark, partition 0 of micro-batch 0) publishes
+    nothing twice."""
     _, stream_out = _fresh_streams(nats.url)
     subject = f"out{stream_out[3:]}.x"
     from flowspark.engine.sink import _DynamicWriter
+    from flowspark.runtime import executor_writes
+    from flowspark.runtime.executor_writes import ExecutorOutput, close_task_sinks, write_here
 
     output = JetStreamOutput(nats.url, subject)
     token_file = tmp_path / "sinks" / "out.token"
-    for _attempt in range(2):  # the second attempt is the replay after a crash
-        writer = _DynamicWriter(output, token_file)
-        writer.begin(7)
-        writer.write([b"a", b"b"])
-        writer.write([b"c"])
+    for attempt in range(2):  # the second attempt is the replay after a crash
+        token = _DynamicWriter(output, token_file).token  # as the driver makes it
+        monkeypatch.setattr(executor_writes, "_task_attempt", lambda a=attempt: a)
+        target = ExecutorOutput("out", output, 1, token)
+        list(write_here(target, [b"a", b"b"]))
+        list(write_here(target, [b"c"]))
+        close_task_sinks()
     assert [d for _, d, _ in read_all(nats.url, stream_out)] == [b"a", b"b", b"c"]
     assert stream_state(nats.url, stream_out).messages == 3
     ids = [h["Nats-Msg-Id"] for _, _, h in read_all(nats.url, stream_out)]
     token = token_file.read_text()
-    assert ids == [f"{token}:7:0", f"{token}:7:1", f"{token}:7:2"]
+    assert ids == [f"{token}.0:0:0", f"{token}.0:0:1", f"{token}.0:0:2"]
 
 
 def test_bad_config_fails_before_spark_with_one_clear_line(nats):

@@ -6,6 +6,7 @@ import pickle
 
 import pytest
 
+from flowspark.connectors.files import FileOutput
 from flowspark.dataflow import Dataflow
 from flowspark.engine.sink import _DynamicWriter
 from flowspark.outputs import DynamicOutput, StatelessSink
@@ -155,17 +156,32 @@ def test_run_program_leaves_the_sinks_open_for_the_rest_of_the_task():
     assert [e[0] for e in Recorded.log] == ["build", "begin", "write", "write"]
 
 
-def test_an_output_on_the_executors_builds_no_sink_in_the_driver_unless_rows_come(tmp_path):
+def test_an_output_on_the_executors_has_a_run_token_and_no_sink_in_the_driver(tmp_path):
     writer = _DynamicWriter(Recorded(), tmp_path / "out.token")
-    assert Recorded.log == []
+    assert (writer.sink, Recorded.log) == (None, [])
     assert writer.token == (tmp_path / "out.token").read_text()
     writer.begin(3)
-    writer.write(["a"])
     writer.close()
-    token = writer.token
-    assert Recorded.log == [("build", 0, 1), ("begin", 3, token), ("write", ["a"]), ("close",)]
+    assert Recorded.log == []
 
 
 def test_with_token_keeps_the_rest():
     target = ExecutorOutput("out", Recorded(), 4)
     assert with_token(target, "abc") == ExecutorOutput("out", target.output, 4, "abc")
+
+
+class Everywhere(TestingOutput):
+    writes_on = "everywhere"
+
+
+class FileOnExecutors(FileOutput):
+    writes_on = "executors"
+
+
+def test_an_output_that_says_another_place_fails_when_the_flow_is_built(tmp_path):
+    flow = Dataflow()
+    stream = flow.input("inp", TestingInput([1]))
+    with pytest.raises(ValueError, match="^output 'out': writes_on is 'driver' or, for a Dyn"):
+        stream.output("out", Everywhere([]))
+    with pytest.raises(ValueError, match="got 'executors' on a FileOnExecutors$"):
+        stream.output("file", FileOnExecutors(tmp_path / "out.txt"))

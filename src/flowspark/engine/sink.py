@@ -91,8 +91,8 @@ def _refused(what: str) -> RecoveryDirectoryError:
 
 
 class _DynamicWriter:
-    """A ``DynamicOutput``'s one sink in the driver. For an output written on the
-    executors it is built only if rows reach the driver anyway (Spark Connect)."""
+    """A ``DynamicOutput``'s one sink in the driver; for an output written on the
+    executors (runtime/executor_writes.py) only its run token: no sink here."""
 
     def __init__(
         self,
@@ -102,11 +102,8 @@ class _DynamicWriter:
     ) -> None:
         self.output = output
         self.on_executors = output.writes_on == "executors"
-        self.sink: Any = None
-        self.begin_batch: Callable[[int, str], None] | None = None
-        self.batch_id = 0
-        if not self.on_executors:
-            self._build()
+        self.sink = None if self.on_executors else output.build(0, 1)
+        self.begin_batch = getattr(self.sink, "begin_batch", None)
         try:
             needs_token = self.on_executors or self.begin_batch is not None
             self.token = _run_token(Location.parse(token_path), resuming) if needs_token else ""
@@ -114,19 +111,13 @@ class _DynamicWriter:
             self.close()
             raise
 
-    def _build(self) -> None:
-        self.sink = self.output.build(0, 1)
-        self.begin_batch = getattr(self.sink, "begin_batch", None)
-
     def begin(self, batch_id: int) -> None:
-        self.batch_id = batch_id
         if self.begin_batch is not None:
             self.begin_batch(batch_id, self.token)
 
     def write(self, items: list[Any]) -> None:
         if self.sink is None:
-            self._build()
-            self.begin(self.batch_id)
+            raise RuntimeError("internal: the items of an output written on the executors")
         self.sink.write_batch(items)
 
     def commit(self, batch_id: int) -> None:
