@@ -238,6 +238,22 @@ def _count(directory: Path) -> int:
     return sum(not p.name.startswith(".") for p in directory.iterdir())
 
 
+def _run_to_end_after_a_kill(
+    cluster: PrivateCluster, run: subprocess.Popen, args: tuple[str, ...], project: Path
+) -> None:
+    """Start a replacement worker, as a cluster manager would, and let ``run`` (of
+    ``project``'s ``flow.py:flow``) end; a query that gave up is run again (twice at
+    most, as a user would), and the run must end well."""
+    cluster.add_worker()
+    _, err = run.communicate(timeout=400)
+    restarts = 0
+    while run.returncode != 0 and restarts < 2:
+        restarts += 1
+        run = _run("flow.py:flow", cluster.info.master_url, *args, cwd=project)
+        _, err = run.communicate(timeout=400)
+    assert run.returncode == 0, err[-3000:]
+
+
 def test_a_worker_killed_mid_run_loses_nothing_and_duplicates_nothing(
     cluster: PrivateCluster, tmp_path: Path
 ):
@@ -259,14 +275,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_duplicates_nothing(
     assert run.poll() is None, run.communicate()[1][-3000:]
     assert output_lines(out) == []  # the kill lands mid-run: every window still open
     cluster.kill_worker(cluster.workers[0])
-    cluster.add_worker()  # a replacement, as a cluster manager would start
-    _, err = run.communicate(timeout=400)
-    restarts = 0
-    while run.returncode != 0 and restarts < 2:  # the query gave up: run it again
-        restarts += 1
-        run = _run("flow.py:flow", cluster.info.master_url, *args, cwd=project)
-        _, err = run.communicate(timeout=400)
-    assert run.returncode == 0, err[-3000:]
+    _run_to_end_after_a_kill(cluster, run, args, project)
     lines = output_lines(out)
     duplicates = [line for line, n in Counter(lines).items() if n > 1]
     assert not duplicates, f"{len(duplicates)} lines written twice, e.g. {duplicates[:3]}"
@@ -282,7 +291,7 @@ flow.input("in", JetStreamInput({url!r}, "IN", max_messages={per_batch}))
 flow.map(lambda m: (m.key, m.data.upper()))
 flow.output("out", JetStreamOutput({url!r}, "out.copy"))
 """
-JETSTREAM_N = 40_000
+JETSTREAM_N = 20_000
 JETSTREAM_PER_BATCH = 10_000  # two tasks publish 5 000 each per micro-batch
 
 
@@ -344,14 +353,7 @@ def test_jetstream_publishes_from_the_executors_once_although_a_worker_is_killed
         publishing = _publishing_worker(cluster, nats.url, run)
         seen = stream_state(nats.url, "OUT").messages
         cluster.kill_worker(cluster.workers[publishing])
-        cluster.add_worker()
-        _, err = run.communicate(timeout=400)
-        restarts = 0
-        while run.returncode != 0 and restarts < 2:  # the query gave up: run it again
-            restarts += 1
-            run = _run("flow.py:flow", cluster.info.master_url, *args, cwd=project)
-            _, err = run.communicate(timeout=400)
-        assert run.returncode == 0, err[-3000:]
+        _run_to_end_after_a_kill(cluster, run, args, project)
         published = read_all(nats.url, "OUT")
     got = Counter(data for _, data, _ in published)
     twice = sum(n - 1 for n in got.values() if n > 1)
