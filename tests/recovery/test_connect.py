@@ -3,7 +3,8 @@
 client: the quickstart and the Numaflow example give the local run's output; a
 keyed live flow and a keyed event-time window flow whose steps reach a helper
 module (shipped to the server as an artifact) lose nothing and duplicate nothing
-through a SIGKILL of the client; a step's error keeps its type in the client."""
+through a SIGKILL of the client; a step's error keeps its type in the client; an
+output that writes on the executors is written by the server's tasks, not the client."""
 
 from __future__ import annotations
 
@@ -171,3 +172,55 @@ def test_a_step_error_keeps_its_type_in_the_client(server, tmp_path: Path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.splitlines() == ["KeyError True True"] * 2
+
+
+EXECUTOR_FLOW = """
+import os
+import sys
+from pathlib import Path
+
+from flowspark.connectors.stdio import StdOutput
+from flowspark.dataflow import Dataflow
+from flowspark.outputs import DynamicOutput, StatelessSink
+from flowspark.testing import TestingInput
+
+FOLDER = {folder!r}
+
+
+class Lines(StatelessSink):
+    def __init__(self, worker):
+        self.path = Path(FOLDER) / f"{{os.getpid()}}-{{worker}}.txt"
+
+    def write_batch(self, items):
+        with self.path.open("a") as f:
+            f.writelines(f"{{os.getpid()}} {{item}}\\n" for item in items)
+
+
+class LinesOutput(DynamicOutput):
+    writes_on = "executors"
+
+    def build(self, worker_index, worker_count):
+        return Lines(worker_index)
+
+
+print(f"client pid {{os.getpid()}}", file=sys.stderr)
+flow = Dataflow()
+numbers = flow.input("inp", TestingInput(list(range(50)), batch_size=7))
+numbers.map(lambda x: x * 2).output("spread", LinesOutput())
+numbers.filter(lambda x: x % 10 == 0).output("here", StdOutput())
+"""
+
+
+def test_an_output_on_the_executors_is_written_by_the_servers_tasks(server, tmp_path: Path):
+    """Its sinks run on the Connect server's executors (here on this machine, so the
+    test reads their files); the client's own outputs print in the client."""
+    folder = tmp_path / "lines"
+    folder.mkdir()
+    (tmp_path / "flow.py").write_text(EXECUTOR_FLOW.format(folder=str(folder)))
+    done = _run("flow.py", "--remote", server, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert sorted(done.stdout.split()) == sorted(str(i) for i in range(0, 50, 10))
+    lines = [line.split() for path in folder.iterdir() for line in path.read_text().splitlines()]
+    assert sorted(int(item) for _, item in lines) == [i * 2 for i in range(50)]
+    client = [line.split()[-1] for line in done.stderr.splitlines() if "client pid" in line]
+    assert client and client[0] not in {pid for pid, _ in lines}
