@@ -185,3 +185,18 @@ def test_an_output_that_says_another_place_fails_when_the_flow_is_built(tmp_path
         stream.output("out", Everywhere([]))
     with pytest.raises(ValueError, match="got 'executors' on a FileOnExecutors$"):
         stream.output("file", FileOnExecutors(tmp_path / "out.txt"))
+
+
+def test_a_stage_task_given_an_empty_batch_ends_without_rows():
+    """The stage after an exchange takes the time of its fed rows for what its sinks
+    print as they close; a batch with no rows feeds nothing."""
+    from flowspark.engine.query import _stage_function
+    from flowspark.runtime.task import rows_to_batch
+
+    flow = Dataflow()
+    stream = flow.input("inp", TestingInput([1])).redistribute("spread")
+    stream.output("there", Recorded())
+    level = compile_flow(build_plan(flow), 2).levels[0]
+    stage = _stage_function(level.program, level.entries, 1)
+    assert list(stage(iter([rows_to_batch([], [], [], 0)]))) == []
+    assert Recorded.log == []

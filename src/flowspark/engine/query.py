@@ -206,9 +206,10 @@ def _stage_function(program_bytes: bytes, entries: frozenset[int], spread: int) 
                         column.append(value)
             if passing[0]:
                 yield rows_to_batch(*passing)
-            latest = max(latest, *times)
             if feeds:
-                yield from run_program(program, feeds, ctx, spread, max(times))
+                at = max(times)
+                latest = max(latest, at)
+                yield from run_program(program, feeds, ctx, spread, at)
         yield from task_end(program, latest)
 
     return stage
