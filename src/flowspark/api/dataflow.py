@@ -23,7 +23,7 @@ from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
 from flowspark.api.inputs import Input
-from flowspark.api.outputs import DynamicOutput, Output
+from flowspark.api.outputs import Output, writes_on_executors
 from flowspark.api.steps import Port, Step, operator
 from flowspark.api.udf.checks import check_datum_functions, check_route
 from flowspark.api.udf.handlers import BatchMapper, Mapper, Reducer
@@ -158,7 +158,7 @@ class Stream(Generic[X_co]):
                 f"(e.g. TestingOutput, StdOutput, FileOutput); got {type(output).__name__}"
             )
         where = getattr(output, "writes_on", "driver")
-        if where != "driver" and (where != "executors" or not isinstance(output, DynamicOutput)):
+        if where != "driver" and not writes_on_executors(output):
             raise ValueError(
                 f"output {step_id!r}: writes_on is 'driver' or, for a DynamicOutput, "
                 f"'executors'; got {where!r} on a {type(output).__name__}"

@@ -24,6 +24,7 @@ __all__ = [
     "StatefulSink",
     "DynamicOutput",
     "StatelessSink",
+    "writes_on_executors",
 ]
 
 
@@ -94,3 +95,17 @@ class DynamicOutput(Output):
     @abstractmethod
     def build(self, worker_index: int, worker_count: int) -> StatelessSink:
         """Build a writer (see ``writes_on`` for how many, and where)."""
+
+
+def writes_on_executors(output: Output) -> bool:
+    """Whether ``output``'s sinks run in Spark's tasks: a :class:`DynamicOutput` that
+    says ``writes_on = "executors"``.
+
+    >>> from flowspark.connectors.jetstream import JetStreamOutput
+    >>> from flowspark.testing import TestingOutput
+    >>> writes_on_executors(JetStreamOutput("nats://x:4222", "s")), writes_on_executors(
+    ...     TestingOutput([])
+    ... )
+    (True, False)
+    """
+    return isinstance(output, DynamicOutput) and output.writes_on == "executors"

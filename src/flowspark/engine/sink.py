@@ -25,7 +25,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from flowspark.api.outputs import DynamicOutput, Output, PartitionedOutput
+from flowspark.api.outputs import DynamicOutput, Output, PartitionedOutput, writes_on_executors
 from flowspark.engine.errors import (
     RECOVERY_CHOICES,
     FlowRunError,
@@ -101,7 +101,7 @@ class _DynamicWriter:
         resuming: bool = False,
     ) -> None:
         self.output = output
-        self.on_executors = output.writes_on == "executors"
+        self.on_executors = writes_on_executors(output)
         self.sink = None if self.on_executors else output.build(0, 1)
         self.begin_batch = getattr(self.sink, "begin_batch", None)
         try:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from flowspark.api.inputs import DynamicInput, PartitionedInput
+from flowspark.api.outputs import writes_on_executors
 from flowspark.plan.graph import Plan
 from flowspark.runtime import pickling
 from flowspark.runtime.executor_writes import ExecutorOutput, with_token
@@ -134,7 +135,7 @@ def executor_outputs(plan: Plan, workers: int) -> dict[int, ExecutorOutput]:
     return {
         plan.sink_ports[o]: ExecutorOutput(plan.step(o).step_id, output, workers)
         for o in plan.outputs
-        if getattr(output := plan.step(o).args["output"], "writes_on", "driver") == "executors"
+        if writes_on_executors(output := plan.step(o).args["output"])
     }
 
 
