@@ -231,12 +231,14 @@ def test_a_replayed_batch_is_dropped_as_duplicates(nats, tmp_path, monkeypatch):
     from flowspark.engine.sink import _DynamicWriter
     from flowspark.runtime import executor_writes
     from flowspark.runtime.executor_writes import ExecutorOutput, close_task_sinks, write_here
+    from flowspark.runtime.stage import StageContext
 
     output = JetStreamOutput(nats.url, subject)
     token_file = tmp_path / "sinks" / "out.token"
     for attempt in range(2):  # the second attempt is the replay after a crash
         token = _DynamicWriter(output, token_file).token  # as the driver makes it
-        monkeypatch.setattr(executor_writes, "_task_attempt", lambda a=attempt: a)
+        task = StageContext(attempt=attempt)
+        monkeypatch.setattr(executor_writes, "task_context", lambda t=task: t)
         target = ExecutorOutput("out", output, 1, token)
         list(write_here(target, [b"a", b"b"]))
         list(write_here(target, [b"c"]))

@@ -58,7 +58,7 @@ class Recorded(DynamicOutput):
 def _fresh(monkeypatch):
     Recorded.log = []
     attempt = [1]
-    monkeypatch.setattr(executor_writes, "_task_attempt", lambda: attempt[0])
+    monkeypatch.setattr(executor_writes, "task_context", lambda: StageContext(attempt=attempt[0]))
     yield attempt
     close_task_sinks()
 
@@ -200,3 +200,26 @@ def test_a_stage_task_given_an_empty_batch_ends_without_rows():
     stage = _stage_function(level.program, level.entries, 1)
     assert list(stage(iter([rows_to_batch([], [], [], 0)]))) == []
     assert Recorded.log == []
+
+
+def test_a_sink_failing_to_close_leaves_the_others_closed_once_and_its_error_raised():
+    class ClosingFails(Recorded):
+        def build(self, worker_index: int, worker_count: int) -> StatelessSink:
+            class Sink(StatelessSink):
+                def write_batch(self, items: list) -> None:
+                    pass
+
+                def close(self) -> None:
+                    raise OSError("disk gone")
+
+            return Sink()
+
+    list(write_here(ExecutorOutput("bad", ClosingFails(), 1, "t"), ["a"]))
+    list(write_here(ExecutorOutput("good", Recorded(), 1, "t"), ["b"]))
+    with pytest.raises(RemoteStepFailure) as info:
+        close_task_sinks()
+    error = find_step_error(str(info.value))
+    assert isinstance(error, OSError)
+    assert str(error).startswith("step 'bad' (close) failed")
+    assert Recorded.log.count(("close",)) == 1
+    assert close_task_sinks() == b""  # nothing is left open

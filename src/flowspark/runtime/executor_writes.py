@@ -42,6 +42,7 @@ from typing import Any
 
 from flowspark.runtime.codec import STDOUT_PORT, WRITTEN_COUNT_PORT, encode_count
 from flowspark.runtime.errors import step_failure
+from flowspark.runtime.stage import StageContext
 from flowspark.runtime.task_context import capture_stdout, task_context
 
 __all__ = ["ExecutorOutput", "close_task_sinks", "with_token", "write_here"]
@@ -68,8 +69,7 @@ class _TaskSink:
     """One output's sink in the running task: built on its first items, begun for
     the micro-batch."""
 
-    def __init__(self, target: ExecutorOutput) -> None:
-        ctx = task_context()
+    def __init__(self, target: ExecutorOutput, ctx: StageContext) -> None:
         self.target = target
         try:
             self.sink = target.output.build(ctx.worker, target.workers)
@@ -95,29 +95,23 @@ class _TaskSink:
 # This process's sinks for the task it runs now (a Spark Python worker runs one task
 # at a time), by step id, and that task's attempt id.
 _sinks: dict[str, _TaskSink] = {}
-_attempt: list[int | None] = [None]
-
-
-def _task_attempt() -> int | None:
-    from pyspark import TaskContext  # noqa: PLC0415 pyspark: runtime imports without it
-
-    context = TaskContext.get()
-    return None if context is None else context.taskAttemptId()
+_attempt: int | None = None
 
 
 def write_here(target: ExecutorOutput, items: Iterable[Any]) -> Iterator[tuple[int, None, bytes]]:
     """Write ``items`` through the running task's sink of ``target``; yield the rows
     that go to the driver instead: what the sink printed, and the count written."""
-    attempt = _task_attempt()
-    if attempt != _attempt[0]:  # a new task: the last one's sinks are done
+    global _attempt
+    ctx = task_context()
+    if ctx.attempt != _attempt:  # a new task: the last one's sinks are done
         with contextlib.suppress(Exception):
             close_task_sinks()
-        _attempt[0] = attempt
+        _attempt = ctx.attempt
     values = items if isinstance(items, list) else list(items)
     with capture_stdout() as captured:
         sink = _sinks.get(target.step_id)
         if sink is None:
-            sink = _sinks[target.step_id] = _TaskSink(target)
+            sink = _sinks[target.step_id] = _TaskSink(target, ctx)
         sink.write(values)
     text = captured.take()
     if text:
@@ -126,16 +120,17 @@ def write_here(target: ExecutorOutput, items: Iterable[Any]) -> Iterator[tuple[i
 
 
 def close_task_sinks() -> bytes:
-    """Close the running task's sinks (its end); return what they printed."""
+    """Close the running task's sinks (its end), each once, the others too when one
+    fails (its error is raised then); return what they printed."""
     sinks = list(_sinks.values())
     _sinks.clear()
+    errors: list[Exception] = []
     with capture_stdout() as captured:
-        try:
-            for sink in sinks:
+        for sink in sinks:
+            try:
                 sink.close()
-        except BaseException:
-            for sink in sinks:  # the others still close
-                with contextlib.suppress(Exception):
-                    sink.sink.close()
-            raise
+            except Exception as exc:
+                errors.append(exc)
+    if errors:
+        raise errors[0]
     return captured.take()

@@ -41,10 +41,12 @@ Items = Sequence[Any]
 
 @dataclass
 class StageContext:
-    """What the running task knows: ``epoch`` (micro-batch + 1) and ``worker`` (partition)."""
+    """What the running task knows: ``epoch`` (micro-batch + 1), ``worker`` (partition)
+    and Spark's ``attempt`` id of the task (``None`` outside Spark)."""
 
     epoch: int = 1
     worker: int = 0
+    attempt: int | None = None
 
 
 def _position(items: Items, it: Any) -> Any:

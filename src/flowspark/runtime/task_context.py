@@ -42,7 +42,8 @@ class capture_stdout:  # noqa: N801 - used like a function
 
 
 def task_context() -> StageContext:
-    """The epoch (micro-batch id + 1) and worker (partition id) of the running task."""
+    """The epoch (micro-batch id + 1), worker (partition id) and attempt id of the
+    running task."""
     from pyspark import TaskContext  # noqa: PLC0415 pyspark: runtime imports without it
 
     tc = TaskContext.get()
@@ -50,4 +51,4 @@ def task_context() -> StageContext:
         return StageContext()
     batch_id = tc.getLocalProperty("streaming.sql.batchId")
     epoch = int(batch_id) + 1 if batch_id is not None else 1
-    return StageContext(epoch=epoch, worker=tc.partitionId())
+    return StageContext(epoch=epoch, worker=tc.partitionId(), attempt=tc.taskAttemptId())
