@@ -763,8 +763,10 @@ def _run_stream(
 # How often in a row a query is resumed after Spark gave up waiting for one of its
 # Python workers to connect back (Spark waits 10 s; a machine busy enough makes a
 # worker's start take longer). The query resumes from its checkpoint as after a crash:
-# the failed micro-batch wrote nothing (its rows are collected before any sink writes),
-# so it is run again and nothing is lost or written twice.
+# the driver's sinks wrote nothing of the failed micro-batch (its rows are collected
+# before they write), so it is run again and they lose and repeat nothing; outputs
+# written on the executors may have written part of it and write it again under the
+# same names (runtime/executor_writes.py), as after a crash.
 START_ATTEMPTS = 3
 
 
