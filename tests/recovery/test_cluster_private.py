@@ -283,48 +283,55 @@ def test_a_worker_killed_mid_run_loses_nothing_and_duplicates_nothing(
 
 
 JETSTREAM_FLOW = """
+import os
+import time
+
 from flowspark.connectors.jetstream import JetStreamInput, JetStreamOutput
 from flowspark.dataflow import Dataflow
 
+CHUNK = 4096  # a source task's items reach the program (and the sink) in chunks of this
+
+
+def upper(m, seen=[0]):
+    # Once a task's first chunk is published, the next one is mapped slowly and the
+    # Python worker's pid is left for the test, which kills its worker then.
+    seen[0] += 1
+    if CHUNK < seen[0] <= CHUNK + 500:
+        if seen[0] == CHUNK + 1:
+            try:
+                with open({mark!r}, "x") as out:
+                    out.write(str(os.getpid()))
+            except FileExistsError:
+                pass
+        time.sleep(0.002)
+    return (m.key, m.data.upper())
+
+
 flow = Dataflow()
 flow.input("in", JetStreamInput({url!r}, "IN", max_messages={per_batch}))
-flow.map(lambda m: (m.key, m.data.upper()))
+flow.map(upper)
 flow.output("out", JetStreamOutput({url!r}, "out.copy"))
 """
 JETSTREAM_N = 20_000
 JETSTREAM_PER_BATCH = 10_000  # two tasks publish 5 000 each per micro-batch
 
 
-def _python_writes(worker: subprocess.Popen) -> int:
-    """Bytes the worker's Python processes have written (files and sockets)."""
+def _publishing_worker(cluster: PrivateCluster, mark: Path, run: subprocess.Popen) -> int:
+    """Wait until a task has published its first chunk (the flow's map leaves its
+    Python worker's pid in ``mark`` then) and return the index of that task's worker."""
     import psutil
 
-    total = 0
-    with contextlib.suppress(psutil.NoSuchProcess):
-        for proc in psutil.Process(worker.pid).children(recursive=True):
-            with contextlib.suppress(psutil.Error):
-                if "python" in proc.name():
-                    total += proc.io_counters().write_chars
-    return total
-
-
-def _publishing_worker(cluster: PrivateCluster, url: str, run: subprocess.Popen) -> int:
-    """Wait until a task is publishing (the output stream holds a count that is not a
-    whole number of tasks' messages) and return the index of the worker that writes
-    the most then: the one whose task is publishing."""
-    from tests.nats_server import stream_state
-
-    per_task = JETSTREAM_PER_BATCH // 2
     deadline = time.monotonic() + 240
-    while run.poll() is None:
-        if stream_state(url, "OUT").messages % per_task:
-            before = [_python_writes(worker) for worker in cluster.workers]
-            time.sleep(0.01)
-            grew = [_python_writes(w) - b for w, b in zip(cluster.workers, before)]
-            if max(grew) > 0:
-                return grew.index(max(grew))
-        assert time.monotonic() < deadline, "no task was seen publishing"
-    raise AssertionError(run.communicate()[1][-3000:])
+    while not mark.exists() or not mark.read_text():
+        assert run.poll() is None, run.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, "no task reached its second chunk"
+        time.sleep(0.01)
+    pid = int(mark.read_text())
+    for index, worker in enumerate(cluster.workers):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            if pid in {p.pid for p in psutil.Process(worker.pid).children(recursive=True)}:
+                return index
+    raise AssertionError(f"python worker {pid} is under no Spark worker")
 
 
 def test_jetstream_publishes_from_the_executors_once_although_a_worker_is_killed(
@@ -345,14 +352,16 @@ def test_jetstream_publishes_from_the_executors_once_although_a_worker_is_killed
         publish(nats.url, messages)
         project = tmp_path / "project"
         project.mkdir()
-        flow = JETSTREAM_FLOW.format(url=nats.url, per_batch=JETSTREAM_PER_BATCH)
+        mark = cluster.shared / "publishing.pid"
+        flow = JETSTREAM_FLOW.format(url=nats.url, per_batch=JETSTREAM_PER_BATCH, mark=str(mark))
         (project / "flow.py").write_text(flow)
         recovery = cluster.shared / "recovery"
         args = ("--bounded", "-r", str(recovery), "--shared-recovery")
         run = _run("flow.py:flow", cluster.info.master_url, *args, cwd=project)
-        publishing = _publishing_worker(cluster, nats.url, run)
+        publishing = _publishing_worker(cluster, mark, run)
         seen = stream_state(nats.url, "OUT").messages
         cluster.kill_worker(cluster.workers[publishing])
+        assert seen % (JETSTREAM_PER_BATCH // 2), f"killed at {seen}: no task was mid-way"
         _run_to_end_after_a_kill(cluster, run, args, project)
         published = read_all(nats.url, "OUT")
     got = Counter(data for _, data, _ in published)
