@@ -9,7 +9,7 @@ import pytest
 from flowspark.connectors.files import FileOutput
 from flowspark.dataflow import Dataflow
 from flowspark.engine.sink import _DynamicWriter
-from flowspark.outputs import DynamicOutput, StatelessSink
+from flowspark.outputs import DynamicOutput, Output, StatelessSink
 from flowspark.plan.graph import build_plan
 from flowspark.runtime import executor_writes
 from flowspark.runtime.codec import STDOUT_PORT, WRITTEN_COUNT_PORT, decode_count, decode_items
@@ -174,7 +174,9 @@ class Everywhere(TestingOutput):
     writes_on = "everywhere"
 
 
-class FileOnExecutors(FileOutput):
+class NeitherOnExecutors(Output):
+    """Neither dynamic nor partitioned: flowspark has no sink of its own to build."""
+
     writes_on = "executors"
 
 
@@ -183,8 +185,10 @@ def test_an_output_that_says_another_place_fails_when_the_flow_is_built(tmp_path
     stream = flow.input("inp", TestingInput([1]))
     with pytest.raises(ValueError, match="^output 'out': writes_on is 'driver' or, for a Dyn"):
         stream.output("out", Everywhere([]))
-    with pytest.raises(ValueError, match="got 'executors' on a FileOnExecutors$"):
-        stream.output("file", FileOnExecutors(tmp_path / "out.txt"))
+    with pytest.raises(ValueError, match="got 'executors' on a NeitherOnExecutors$"):
+        stream.output("bare", NeitherOnExecutors())
+    with pytest.raises(ValueError, match="got 'workers' on a FileOutput$"):
+        stream.output("file", FileOutput(tmp_path / "out.txt", writes_on="workers"))  # type: ignore[arg-type]
 
 
 def test_a_stage_task_given_an_empty_batch_ends_without_rows():

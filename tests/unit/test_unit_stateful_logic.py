@@ -826,7 +826,8 @@ def test_logic_for_builds_each_keyed_kind_from_its_builder():
     from flowspark.runtime.logics import BUILDERS
 
     keyed = {kind for kind, op in OPERATORS.items() if op.family == "keyed"}
-    assert set(BUILDERS) == keyed
+    # and an output whose parts Spark's tasks write (keyed by part, runtime/parts.py)
+    assert set(BUILDERS) == keyed | {"output"}
     assert isinstance(logic_for(step_of(lambda s: s.reduce("r", max, bool))), ReduceLogic)
     step = step_of(lambda s: s.batch("b", 3, timedelta(seconds=1)))
     assert isinstance(logic_for(step), BatchLogic)

@@ -160,8 +160,8 @@ class Stream(Generic[X_co]):
         where = getattr(output, "writes_on", "driver")
         if where != "driver" and not writes_on_executors(output):
             raise ValueError(
-                f"output {step_id!r}: writes_on is 'driver' or, for a DynamicOutput, "
-                f"'executors'; got {where!r} on a {type(output).__name__}"
+                f"output {step_id!r}: writes_on is 'driver' or, for a DynamicOutput or "
+                f"PartitionedOutput, 'executors'; got {where!r} on a {type(output).__name__}"
             )
         step = self._flow._add_step("output", step_id, self._ports, args={"output": output})
         return Stream(self._flow, Port(step))

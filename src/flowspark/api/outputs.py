@@ -1,11 +1,12 @@
 """Outputs: where a flow's items go (bytewax 0.17 interfaces).
 
 Sinks run in the driver process, once per micro-batch, after Spark computed the
-batch, unless a :class:`DynamicOutput` says ``writes_on = "executors"``: its sinks then
-run in Spark's tasks, beside the data (flowspark's JetStream output does).
+batch, unless the output says ``writes_on = "executors"``: its sinks then run in
+Spark's tasks, beside the data (flowspark's JetStream output does).
 :class:`PartitionedOutput` sinks are exactly-once across restarts:
-flowspark stores each part's ``snapshot()`` in the recovery directory after
-every micro-batch, and when Spark replays a batch it rebuilds the parts from the
+flowspark stores each part's ``snapshot()`` after every micro-batch (in the recovery
+directory, or as the part's state in Spark's checkpoint when the parts are written on
+the executors), and when Spark replays a batch it rebuilds the parts from the
 snapshot taken before that batch (``FileOutput`` truncates back to it).
 :class:`DynamicOutput` sinks are at-least-once, as in bytewax.
 """
@@ -24,8 +25,13 @@ __all__ = [
     "StatefulSink",
     "DynamicOutput",
     "StatelessSink",
+    "WritesOn",
     "writes_on_executors",
+    "parts_on_executors",
 ]
+
+# Where an output's sinks run: the driver's process, or Spark's tasks.
+WritesOn = Literal["driver", "executors"]
 
 
 class Output(ABC):  # noqa: B024 - a marker base, as in bytewax
@@ -45,7 +51,23 @@ class StatefulSink(Closable):
 
 
 class PartitionedOutput(Output):
-    """An output of named parts; items are ``(key, value)`` and ``value`` is written."""
+    """An output of named parts; items are ``(key, value)`` and ``value`` is written.
+
+    ``writes_on`` (a flowspark extension) says where its parts are written:
+
+    * ``"driver"`` (the default): every part in the process that runs the flow, its
+      snapshots kept in the recovery directory;
+    * ``"executors"``: each part in the Spark task that owns it. Items go to their
+      part's task through a keyed exchange on the part's name (stable across
+      micro-batches and restarts); the part is built there from its last snapshot,
+      writes the batch's values in arrival order and is snapshotted, and the
+      snapshot is the part's state in Spark's checkpoint, committed with the batch.
+      A retried task or a replayed batch rebuilds the part from the snapshot before
+      it, so nothing is written twice. Every process that runs a task must reach
+      the part's storage (a shared filesystem on a cluster).
+    """
+
+    writes_on: WritesOn = "driver"
 
     @abstractmethod
     def list_parts(self) -> list[str]:
@@ -90,7 +112,7 @@ class DynamicOutput(Output):
       (no order among them). Text it prints reaches the driver's stdout.
     """
 
-    writes_on: ClassVar[Literal["driver", "executors"]] = "driver"
+    writes_on: ClassVar[WritesOn] = "driver"
 
     @abstractmethod
     def build(self, worker_index: int, worker_count: int) -> StatelessSink:
@@ -98,14 +120,30 @@ class DynamicOutput(Output):
 
 
 def writes_on_executors(output: Output) -> bool:
-    """Whether ``output``'s sinks run in Spark's tasks: a :class:`DynamicOutput` that
-    says ``writes_on = "executors"``.
+    """Whether ``output``'s sinks run in Spark's tasks: a :class:`DynamicOutput` or
+    :class:`PartitionedOutput` that says ``writes_on = "executors"``.
 
+    >>> from flowspark.connectors.files import FileOutput
     >>> from flowspark.connectors.jetstream import JetStreamOutput
     >>> from flowspark.testing import TestingOutput
     >>> writes_on_executors(JetStreamOutput("nats://x:4222", "s")), writes_on_executors(
     ...     TestingOutput([])
-    ... )
-    (True, False)
+    ... ), writes_on_executors(FileOutput("out.txt", writes_on="executors"))
+    (True, False, True)
     """
-    return isinstance(output, DynamicOutput) and output.writes_on == "executors"
+    return (
+        isinstance(output, (DynamicOutput, PartitionedOutput)) and output.writes_on == "executors"
+    )
+
+
+def parts_on_executors(output: Output) -> bool:
+    """Whether ``output`` is a :class:`PartitionedOutput` whose parts Spark's tasks
+    write (the plan gives it a keyed exchange on the part's name).
+
+    >>> from flowspark.connectors.files import FileOutput
+    >>> parts_on_executors(FileOutput("out.txt")), parts_on_executors(
+    ...     FileOutput("out.txt", writes_on="executors")
+    ... )
+    (False, True)
+    """
+    return isinstance(output, PartitionedOutput) and output.writes_on == "executors"

@@ -26,7 +26,7 @@ writes through (:mod:`flowspark.api.outputs`).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Generic, Literal, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 from zlib import adler32
 
 from flowspark.api import _adapters as adapters
@@ -37,6 +37,7 @@ from flowspark.api.outputs import (
     PartitionedOutput,
     StatefulSink,
     StatelessSink,
+    WritesOn,
 )
 
 __all__ = [
@@ -78,7 +79,13 @@ class FixedPartitionedSink(
     Sink[tuple[str, X]], NamedParts[StatefulSinkPartition[X, S], S], Generic[X, S]
 ):
     """A sink of named partitions; ``(key, value)`` items go to the partition
-    ``part_fn(key)`` picks (modulo the number of partitions)."""
+    ``part_fn(key)`` picks (modulo the number of partitions).
+
+    ``writes_on`` (a flowspark extension, as :class:`~flowspark.outputs.PartitionedOutput`'s):
+    ``"driver"`` (the default) or ``"executors"``, where its partitions are written.
+    """
+
+    writes_on: WritesOn = "driver"
 
     def part_fn(self, item_key: str) -> int:
         """The partition of a key (default: ``zlib.adler32``, stable across processes)."""
@@ -103,7 +110,7 @@ class DynamicSink(Sink[X], WorkerParts[StatelessSinkPartition[X]]):
     ``"driver"`` (the default) or ``"executors"``, where its partitions are built.
     """
 
-    writes_on: ClassVar[Literal["driver", "executors"]] = "driver"
+    writes_on: ClassVar[WritesOn] = "driver"
 
     def as_flowspark_output(self, step_id: str) -> Output:
         return _DynamicOutput(self, step_id)
@@ -122,6 +129,10 @@ class _FixedPartitionedOutput(adapters.PartitionedAdapter, PartitionedOutput):
 
     def part_fn(self, item_key: str) -> int:
         return self.family.part_fn(item_key)
+
+    @property
+    def writes_on(self) -> WritesOn:  # type: ignore[override]
+        return self.family.writes_on
 
     part_adapter = _StatefulPart
 
@@ -143,7 +154,7 @@ class _DynamicOutput(adapters.WorkerAdapter, DynamicOutput):
     part_adapter = _StatelessPart
 
     @property
-    def writes_on(self) -> Literal["driver", "executors"]:  # type: ignore[override]
+    def writes_on(self) -> WritesOn:  # type: ignore[override]
         return self.family.writes_on
 
 

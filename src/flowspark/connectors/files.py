@@ -30,7 +30,7 @@ from typing import Any
 from zlib import adler32
 
 from flowspark.api.inputs import SeekableInput, Split
-from flowspark.api.outputs import PartitionedOutput, StatefulSink
+from flowspark.api.outputs import PartitionedOutput, StatefulSink, WritesOn
 from flowspark.api.sinks import Sink
 from flowspark.api.sources import Source
 from flowspark.runtime.storage import Location, StorageError
@@ -374,12 +374,15 @@ class FileOutput(PartitionedOutput):
     """Write items line by line to one file, exactly once across restarts.
 
     Items may be ``(key, value)`` (``value`` is written, as in bytewax) or a
-    plain value; non-strings are written with ``str()``.
+    plain value; non-strings are written with ``str()``. ``writes_on="executors"``
+    (a flowspark extension) writes the file from the Spark task that owns it (see
+    :class:`~flowspark.outputs.PartitionedOutput`).
     """
 
-    def __init__(self, path: str | Path, end: str = "\n") -> None:
+    def __init__(self, path: str | Path, end: str = "\n", writes_on: WritesOn = "driver") -> None:
         self.path = _local_output_path(path, "FileOutput")
         self.end = end
+        self.writes_on = writes_on
 
     def list_parts(self) -> list[str]:
         return [str(self.path)]
@@ -404,6 +407,9 @@ class DirOutput(PartitionedOutput):
 
     ``assign_file(key)`` picks the file (modulo ``file_count``);
     ``file_namer(i, file_count)`` names it. Exactly once across restarts.
+    ``writes_on="executors"`` (a flowspark extension) writes each file from the
+    Spark task that owns it (see :class:`~flowspark.outputs.PartitionedOutput`), so
+    the files are written side by side.
     """
 
     def __init__(
@@ -413,6 +419,7 @@ class DirOutput(PartitionedOutput):
         file_namer: Callable[[int, int], str] = _default_namer,
         assign_file: Callable[[str], int] = _default_assign,
         end: str = "\n",
+        writes_on: WritesOn = "driver",
     ) -> None:
         if not isinstance(file_count, int) or file_count < 1:
             raise ValueError(f"file_count must be a positive int; got {file_count!r}")
@@ -421,6 +428,7 @@ class DirOutput(PartitionedOutput):
         self.file_namer = file_namer
         self.assign_file = assign_file
         self.end = end
+        self.writes_on = writes_on
 
     def list_parts(self) -> list[str]:
         return [self.file_namer(i, self.file_count) for i in range(self.file_count)]

@@ -20,7 +20,7 @@ also before anything is written.
 
 from __future__ import annotations
 
-from flowspark.api.outputs import PartitionedOutput
+from flowspark.api.outputs import PartitionedOutput, parts_on_executors
 from flowspark.engine.errors import RECOVERY_CHOICES, RecoveryDirectoryError
 from flowspark.engine.recovery_files import numbered_files
 from flowspark.engine.sink import SINKS_DIR, load_generations
@@ -84,13 +84,34 @@ def check_recovery_directory(directory: Location, plan: Plan) -> int | None:
         raise damaged(directory, problem)
     for index in plan.outputs:
         step = plan.step(index)
-        if not isinstance(step.args["output"], PartitionedOutput):
+        output = step.args["output"]
+        if not isinstance(output, PartitionedOutput):
             continue
         where = directory.child(SINKS_DIR, f"{step.step_id}.pickle")
-        problem = _snapshot_problem(where, step.step_id, committed)
+        if parts_on_executors(output):  # its snapshots are in Spark's state store
+            problem = _written_by_the_driver(where, step.step_id, committed)
+        else:
+            problem = _snapshot_problem(where, step.step_id, committed)
         if problem is not None:
             raise damaged(directory, problem)
     return committed
+
+
+def _written_by_the_driver(where: Location, step_id: str, committed: int | None) -> str | None:
+    """Output ``step_id``'s parts are written on the executors, but this directory's
+    committed batches wrote them on the driver (their snapshots are at ``where``):
+    the parts' state in Spark's checkpoint would start empty and cut the output."""
+    try:
+        driver_wrote = committed is not None and where.is_file()
+    except StorageError as exc:
+        raise RecoveryDirectoryError(f"recovery directory: {exc}") from None
+    if not driver_wrote:
+        return None
+    return (
+        f"output {step_id!r} writes its parts on the executors, but the micro-batches "
+        f"committed here wrote them on the driver (snapshots in {where.shown}); "
+        "writes_on cannot change over a recovery directory's life"
+    )
 
 
 def _snapshot_problem(where: Location, step_id: str, committed: int | None) -> str | None:

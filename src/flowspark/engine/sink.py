@@ -25,7 +25,13 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from flowspark.api.outputs import DynamicOutput, Output, PartitionedOutput, writes_on_executors
+from flowspark.api.outputs import (
+    DynamicOutput,
+    Output,
+    PartitionedOutput,
+    parts_on_executors,
+    writes_on_executors,
+)
 from flowspark.engine.errors import (
     RECOVERY_CHOICES,
     FlowRunError,
@@ -128,6 +134,23 @@ class _DynamicWriter:
             self.sink.close()
 
 
+class _PartsOnExecutors:
+    """A partitioned output whose parts Spark's tasks write (runtime/parts.py): its
+    snapshots are its keys' state in Spark's checkpoint; nothing is written here."""
+
+    def begin(self, batch_id: int) -> None:
+        pass
+
+    def write(self, items: list[Any]) -> None:
+        raise RuntimeError("internal: the items of an output written on the executors")
+
+    def commit(self, batch_id: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 class _PartitionedWriter:
     def __init__(self, output: PartitionedOutput, state_path: Location | os.PathLike[str]) -> None:
         self.output = output
@@ -221,6 +244,8 @@ def _run_token(location: Location, resuming: bool = False) -> str:
 
 
 def _writer(output: Output, step_id: str, state_dir: Location, resuming: bool = False) -> Any:
+    if parts_on_executors(output):
+        return _PartsOnExecutors()
     if isinstance(output, PartitionedOutput):
         return _PartitionedWriter(output, state_dir.child(f"{step_id}.pickle"))
     if isinstance(output, DynamicOutput):

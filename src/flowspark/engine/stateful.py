@@ -40,6 +40,7 @@ from flowspark.runtime.codec import (
     STATE_BUCKET_SEPARATOR,
     STDOUT_PORT,
     WHOLE_INPUT_MS,
+    WRITTEN_COUNT_PORT,
     decode_items,
     decode_ordered,
     encode_count,
@@ -337,8 +338,8 @@ class LevelProcessor(StatefulProcessor):
         yield from self._emit(port, total, WHOLE_INPUT_MS, text)
 
     def _emit(self, port: int, outcome: Outcome, now: int, text: bytes) -> Iterator[Row]:
-        """Rows for what a keyed step printed, its late and handled counts and its
-        output (at ``now``)."""
+        """Rows for what a keyed step printed, its late, handled and written counts
+        and its output (at ``now``)."""
         ts = datetime_from_ms(now)
         if text:
             yield Row(port=STDOUT_PORT, key=None, data=text, ts=ts)
@@ -349,6 +350,9 @@ class LevelProcessor(StatefulProcessor):
         if outcome.handled:
             count = encode_count(step_id, outcome.handled)
             yield Row(port=HANDLED_COUNT_PORT, key=None, data=count, ts=ts)
+        if outcome.written:
+            count = encode_count(step_id, outcome.written)
+            yield Row(port=WRITTEN_COUNT_PORT, key=None, data=count, ts=ts)
         if any(outcome.outputs):
             yield from self._run(port, outcome.outputs, ts)
 

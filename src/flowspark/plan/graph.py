@@ -10,7 +10,9 @@ from the inputs without crossing an exchange; they run inside the source
 readers. An exchange (``redistribute``) or a keyed step moves items across
 Spark partitions, so the steps after it run one level up, in a stage after the
 shuffle. Within a level all steps fuse into one Python pass. What each operator
-kind is (its family) comes from the table in :mod:`flowspark.api.steps`.
+kind is (its family) comes from the table in :mod:`flowspark.api.steps`. An output
+whose parts are written on the executors is keyed too: its items cross a keyed
+exchange on their part's name, and each part's snapshot is its key's state.
 """
 
 from __future__ import annotations
@@ -18,16 +20,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from flowspark.api.dataflow import Dataflow
+from flowspark.api.outputs import parts_on_executors
 from flowspark.api.steps import Step
 
 __all__ = [
     "Plan",
     "build_plan",
+    "is_keyed",
     "SINK_PORT_BASE",
 ]
 
 # Rows whose port is SINK_PORT_BASE + i carry items for the plan's i-th output.
 SINK_PORT_BASE = 1 << 20
+
+
+def is_keyed(step: Step) -> bool:
+    """Whether ``step`` gets its items by key and keeps state per key: a keyed
+    operator, or an output whose parts Spark's tasks write (keyed by part)."""
+    if step.kind == "output":
+        return parts_on_executors(step.args["output"])
+    return step.operator.family == "keyed"
 
 
 @dataclass
@@ -46,7 +58,7 @@ class Plan:
     @property
     def stateful(self) -> bool:
         """Whether any step keeps keyed state (the query then needs a clock)."""
-        return any(s.operator.family == "keyed" for s in self.steps)
+        return any(is_keyed(s) for s in self.steps)
 
     def entries(self, level: int) -> list[int]:
         """Steps of ``level`` that receive items from a lower level."""
@@ -104,7 +116,7 @@ def build_plan(flow: Dataflow) -> Plan:
     for i, step in enumerate(steps):
         for port in step.upstreams:
             up = index[port.step]
-            crosses = steps[up].operator.family == "exchange" or step.operator.family == "keyed"
+            crosses = steps[up].operator.family == "exchange" or is_keyed(step)
             bump = 1 if crosses else 0
             levels[i] = max(levels[i], levels[up] + bump)
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from flowspark.api.inputs import DynamicInput, PartitionedInput
-from flowspark.api.outputs import writes_on_executors
-from flowspark.plan.graph import Plan
+from flowspark.api.outputs import DynamicOutput, writes_on_executors
+from flowspark.plan.graph import Plan, is_keyed
 from flowspark.runtime import pickling
 from flowspark.runtime.executor_writes import ExecutorOutput, with_token
 from flowspark.runtime.logics import logic_for
@@ -110,7 +110,7 @@ def compile_flow(plan: Plan, key_partitions: int) -> CompiledFlow:
         stage = StageProgram.for_level(plan, level, entries, key_partitions)
         stage.executor_sinks = written_here
         program = pickling.dumps(stage)
-        keyed = [i for i in entries if plan.step(i).operator.family == "keyed"]
+        keyed = [i for i in entries if is_keyed(plan.step(i))]
         if keyed:
             vertex = clock != "key"
             logics = {i: logic_for(plan.step(i), vertex_clock=vertex) for i in keyed}
@@ -130,12 +130,14 @@ def compile_flow(plan: Plan, key_partitions: int) -> CompiledFlow:
 
 
 def executor_outputs(plan: Plan, workers: int) -> dict[int, ExecutorOutput]:
-    """The outputs of ``plan`` written on the executors, by sink port (no run token
-    yet: :func:`with_run_tokens` gives them theirs)."""
+    """The dynamic outputs of ``plan`` written on the executors, by sink port (no run
+    token yet: :func:`with_run_tokens` gives them theirs). Partitioned ones are keyed
+    steps instead (runtime/parts.py)."""
     return {
         plan.sink_ports[o]: ExecutorOutput(plan.step(o).step_id, output, workers)
         for o in plan.outputs
-        if writes_on_executors(output := plan.step(o).args["output"])
+        if isinstance(output := plan.step(o).args["output"], DynamicOutput)
+        and writes_on_executors(output)
     }
 
 

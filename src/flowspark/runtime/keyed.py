@@ -84,7 +84,8 @@ class Outcome:
     """What one call of a logic produced: its outputs by slot (``emitted`` on slot 0,
     ``late`` on 1, ``meta`` on 2: a 0.21 window step's closed windows), the key's
     new state and when to wake it. ``handled`` counts work its outputs do not show,
-    for the run's progress (a cycle's datums run, each round)."""
+    for the run's progress (a cycle's datums run, each round); ``written`` the items
+    an output wrote (an output whose parts Spark's tasks write, runtime/parts.py)."""
 
     state: Any
     emitted: list[Any] = field(default_factory=list)
@@ -92,6 +93,7 @@ class Outcome:
     wake: int | None = None
     meta: list[Any] = field(default_factory=list)
     handled: int = 0
+    written: int = 0
 
     def add(self, other: Outcome) -> None:
         """Append ``other``'s outputs to this one's (state and wake stay)."""
@@ -99,6 +101,7 @@ class Outcome:
         self.late += other.late
         self.meta += other.meta
         self.handled += other.handled
+        self.written += other.written
 
     @property
     def outputs(self) -> tuple[list[Any], list[Any], list[Any]]:

@@ -27,6 +27,7 @@ from flowspark.runtime.numaflow.keyed import (
     ReduceStreamLogic,
     RunOptions,
 )
+from flowspark.runtime.parts import PartWriteLogic
 from flowspark.runtime.stateful import (
     BatchLogic,
     ReduceLogic,
@@ -125,6 +126,8 @@ BUILDERS: dict[str, Callable[[Any], KeyedLogic]] = {
     "accumulate": lambda step: _accumulate(step, False),
     "reduce_stream": lambda step: _reduce_stream(step, False),
     "cycle": lambda step: CycleLogic(step.step_id, step.args["runner"]),
+    # An output whose parts Spark's tasks write (plan.graph.is_keyed): keyed by part.
+    "output": lambda step: PartWriteLogic(step.step_id, step.args["output"]),
 }
 # Kinds whose logic takes the flow's clock choice.
 _CLOCKED: dict[str, Callable[[Any, bool], KeyedLogic]] = {

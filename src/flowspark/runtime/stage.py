@@ -30,9 +30,10 @@ from typing import Any, cast
 
 from flowspark.api.steps import Step
 from flowspark.api.window import SystemClockConfig
-from flowspark.plan.graph import Plan
+from flowspark.plan.graph import Plan, is_keyed
 from flowspark.runtime.errors import step_failure
 from flowspark.runtime.numaflow.datums import BUILT_STEPS, ChunkStep
+from flowspark.runtime.parts import PartRoute
 
 __all__ = ["StageContext", "StageProgram", "Node"]
 
@@ -163,6 +164,9 @@ class StageProgram:
     # Sink ports of outputs written on the executors -> their ExecutorOutput: the
     # task writes what leaves for them (runtime/executor_writes.py).
     executor_sinks: dict[int, Any] = field(default_factory=dict, init=False)
+    # Keyed ports of outputs whose parts Spark's tasks write: their items are keyed
+    # by part name before the exchange (runtime/parts.py).
+    part_routes: dict[int, PartRoute] = field(default_factory=dict)
 
     @classmethod
     def for_level(
@@ -184,6 +188,8 @@ class StageProgram:
                 crosses = op.family == "exchange" or plan.levels[child] != level
                 (remote if crosses else local).append((child, slot))
             stateless = op.family == "stateless"
+            # An output whose parts are written here (a keyed step) sends no items on.
+            parts_here = step.kind == "output" and is_keyed(step)
             nodes[i] = Node(
                 index=i,
                 step_id=step.step_id,
@@ -191,7 +197,7 @@ class StageProgram:
                 fn=_function(step) if stateless else None,
                 local_children=local,
                 remote_children=remote,
-                sink_port=plan.sink_ports.get(i),
+                sink_port=None if parts_here else plan.sink_ports.get(i),
             )
         if entries is None:
             entries = [i for i in members if plan.step(i).kind == "input"] or members
@@ -200,11 +206,18 @@ class StageProgram:
             child: (plan.step(child).step_id, _combiner(plan.step(child)))
             for node in nodes.values()
             for child, _ in node.remote_children
-            if plan.step(child).operator.family == "keyed"
+            if is_keyed(plan.step(child))
         }
-        bucketed = frozenset(p for p in keyed if not plan.step(p).operator.state_per_key)
+        routes = {
+            port: PartRoute(plan.step(port).step_id, plan.step(port).args["output"])
+            for port in keyed
+            if plan.step(port).kind == "output"
+        }
+        bucketed = frozenset(
+            p for p in keyed if p not in routes and not plan.step(p).operator.state_per_key
+        )
         reads = plan.step(entries[0]).step_id if level == 0 and len(entries) == 1 else None
-        return cls(nodes, orders, keyed, key_partitions, bucketed, reads)
+        return cls(nodes, orders, keyed, key_partitions, bucketed, reads, routes)
 
     def run(self, entry: int, items: Items, ctx: StageContext) -> list[tuple[int, Items]]:
         """Push ``items`` into step ``entry``; return ``(port, items)`` leaving this level.

@@ -202,6 +202,9 @@ class KeyedBuffer:
         step_id, combiner = self.program.keyed[port]
         if self.order is None:
             self.order = order
+        route = self.program.part_routes.get(port)
+        if route is not None:  # an output's items, keyed by the part they go to
+            items = route.route(items)
         pack_by_key(step_id, items, combiner, self.groups.setdefault(port, {}))
         self.size += len(items)
 
@@ -218,7 +221,7 @@ class KeyedBuffer:
             elif port in self.program.bucketed:
                 yield from self._drain_buckets(port, by_key, order)
             else:
-                if self.program.event_times:
+                if self.program.event_times and port not in self.program.part_routes:
                     self._note_event_times(by_key)
                 for key, values in by_key.items():
                     data = encode_ordered(order, encode_items(values))
