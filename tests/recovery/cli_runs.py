@@ -5,11 +5,13 @@ live bytewax-style input whose parts pace themselves with ``next_awake()``."""
 from __future__ import annotations
 
 import os
+import random
 import signal
 import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.warm_cli import warm_run
@@ -174,3 +176,39 @@ def expected_window_sums() -> list[str]:
             sums[i // 10] = sums.get(i // 10, 0) + i * i
         lines += [f"{part} {total}" for total in sums.values()]
     return lines
+
+
+def kill_campaign(
+    flow_file: Path,
+    recovery: Path,
+    written: Callable[[], int],
+    total: int,
+    kills: int,
+    seed: int,
+    *args: str,
+) -> list[int]:
+    """Run the flow ``kills`` times on one recovery directory, each run SIGKILLed (its
+    whole process group) once ``written()`` has grown by a random share of what is
+    left of ``total``, then once more to its end (exit 0); return how much was
+    written at each kill. Every kill lands mid-run: a run that ends first fails."""
+    rng = random.Random(seed)
+    points: list[int] = []
+    for left in range(kills, 0, -1):
+        now = written()
+        target = now + rng.randrange(1, max(2, 2 * (total - now) // (left + 2)))
+        proc = start_cli(flow_file, recovery, *args)
+        deadline = time.monotonic() + 240
+        while written() < target:
+            if proc.poll() is not None:
+                _, err = proc.communicate()
+                raise AssertionError(
+                    f"run {len(points) + 1} ended before its kill at {target} of {total} "
+                    f"(exit {proc.returncode}): {err.decode()[-2000:]}"
+                )
+            assert time.monotonic() < deadline, f"run {len(points) + 1} made no progress"
+            time.sleep(0.01)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        points.append(written())
+    run_to_end(flow_file, recovery, *args)
+    return points

@@ -1,0 +1,88 @@
+"""A partitioned file output written by Spark's tasks (``DirOutput(...,
+writes_on="executors")``) through ten kill -9s of the whole run at random points and a
+last run to the end: every line once, each file exactly as an uninterrupted run writes
+it.
+
+A part's snapshot is its key's state in Spark's checkpoint, committed with the batch:
+a replayed micro-batch rebuilds the part from the snapshot before it, which truncates
+the file back to where that batch began. Which input file's lines a micro-batch holds
+depends on where the batches were cut, so a part's lines from different input files
+interleave differently from run to run; the lines of one input file keep its order.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.recovery.cli_runs import kill_campaign
+from tests.warm_cli import warm_run
+
+FLOW = """
+from flowspark.connectors.files import DirInput, DirOutput
+from flowspark.dataflow import Dataflow
+
+flow = Dataflow()
+flow.input("lines", DirInput({data!r}, glob_pat="*.txt", batch_size=40))
+flow.map(lambda line: (line.split("-")[1], line.upper()))
+flow.output("out", DirOutput({out!r}, 3, writes_on={writes_on!r}))
+"""
+
+FILES, LINES_PER_FILE = 4, 1500
+KILLS = 10
+
+
+def _write_input(data: Path) -> None:
+    data.mkdir()
+    for f in range(FILES):
+        lines = [f"file{f}-line{i}" for i in range(LINES_PER_FILE)]
+        (data / f"{f}.txt").write_text("\n".join(lines) + "\n")
+
+
+def _written(out: Path) -> int:
+    if not out.exists():
+        return 0
+    return sum(len(path.read_bytes().splitlines()) for path in out.iterdir())
+
+
+def _files(out: Path) -> dict[str, list[str]]:
+    return {path.name: path.read_text().splitlines() for path in sorted(out.iterdir())}
+
+
+def _in_input_order(lines: list[str]) -> bool:
+    """Whether each input file's lines (``FILE<f>-LINE<i>``) come in their file's order."""
+    last: dict[str, int] = {}
+    for line in lines:
+        name, number = line.split("-LINE")
+        if last.get(name, -1) >= int(number):
+            return False
+        last[name] = int(number)
+    return True
+
+
+@pytest.mark.slow
+def test_ten_kills_at_random_points_then_a_run_to_the_end_write_each_file_once(
+    tmp_path: Path,
+):
+    data = tmp_path / "data"
+    _write_input(data)
+    reference, out = tmp_path / "reference", tmp_path / "out"
+    reference_flow = tmp_path / "reference.py"
+    reference_flow.write_text(FLOW.format(data=str(data), out=str(reference), writes_on="driver"))
+    code, err = warm_run(reference_flow, tmp_path / "reference-rec", "--bounded", "-s", "0")
+    assert code == 0, err[-3000:]
+    flow_file = tmp_path / "flow.py"
+    flow_file.write_text(FLOW.format(data=str(data), out=str(out), writes_on="executors"))
+    total = FILES * LINES_PER_FILE
+
+    points = kill_campaign(
+        flow_file, tmp_path / "rec", lambda: _written(out), total, KILLS, 31, "--bounded", "-s", "0"
+    )
+    assert len(points) == KILLS and all(point < total for point in points)
+    got, expected = _files(out), _files(reference)
+    assert set(got) == set(expected) == {"part_0", "part_1", "part_2"}
+    for name, lines in got.items():
+        assert sorted(lines) == sorted(expected[name]), f"{name}, killed at {points}"
+        assert len(set(lines)) == len(lines), f"{name}: a line twice, killed at {points}"
+        assert _in_input_order(lines), f"{name}: out of order, killed at {points}"
