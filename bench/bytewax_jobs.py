@@ -11,6 +11,7 @@ it imports this module); ``seconds`` covers building the dataflow and
 from __future__ import annotations
 
 import heapq
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -205,6 +206,22 @@ def run_many_keys(n: int) -> dict[str, Any]:
 
     seconds = _timed("many_keys", range(n), build)
     return _result(seconds, checker.ok(), outputs=checker.count, checkpoint=False)
+
+
+def run_dir_output(n: int) -> dict[str, Any]:
+    """``(key, line)`` items over 1 000 keys -> bytewax's ``DirSink`` of 8 files."""
+    from bytewax.connectors.files import DirSink
+
+    folder = tempfile.mkdtemp(prefix="bench-dir-output-")
+
+    def build(s: Any) -> None:
+        keyed = op.map("key", s, jobs.dir_output_item)
+        op.output("out", keyed, DirSink(Path(folder), jobs.DIR_OUTPUT_FILES))
+
+    seconds = _timed("dir_output", range(n), build)
+    ok, found = jobs.dir_output_check(n, folder)
+    shutil.rmtree(folder, ignore_errors=True)
+    return _result(seconds, ok, outputs=found, checkpoint=False)
 
 
 # --------------------------------------------------------------------------

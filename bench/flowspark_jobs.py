@@ -507,3 +507,26 @@ def run_latency(n: int) -> dict[str, Any]:
         "snapshot": "every micro-batch",
         "mode": "stream" if report.streamed else "batch job",
     }
+
+
+def run_dir_output(n: int) -> dict[str, Any]:
+    """``(key, line)`` items over 1 000 keys -> ``DirOutput`` of 8 files, written on the
+    driver or, with ``run.py --writes-on executors``, by Spark's tasks."""
+    from flowspark.connectors.files import DirOutput
+    from flowspark.dataflow import Dataflow
+    from flowspark.testing import TestingInput
+
+    writes_on = os.environ.get(jobs.WRITES_ON_ENV) or "driver"
+    startup = _engine()
+    folder = tempfile.mkdtemp(prefix="bench-dir-output-")
+    try:
+        flow = Dataflow()
+        flow.input("inp", TestingInput(range(n), batch_size=1000))
+        flow.map(jobs.dir_output_item)
+        files = DirOutput(folder, jobs.DIR_OUTPUT_FILES, writes_on=writes_on)  # type: ignore[arg-type]
+        flow.output("out", files)
+        seconds, mode = _timed_run(flow)
+        ok, found = jobs.dir_output_check(n, folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return _result(seconds, startup, mode, ok, found, writes_on=writes_on)

@@ -34,6 +34,7 @@ JOBS: tuple[str, ...] = (
     "batchmap",
     "reorder_heap",
     "many_keys",
+    "dir_output",
     "latency",
 )
 
@@ -446,6 +447,48 @@ class ManyKeysChecker:
     def ok(self) -> bool:
         """Every key once with its expected sum, nothing else."""
         return self.bad == 0 and self.count == self.n and all(self.seen)
+
+
+# --------------------------------------------------------------------------
+# dir_output: n keyed lines written to DIR_OUTPUT_FILES files (a partitioned sink)
+# --------------------------------------------------------------------------
+
+DIR_OUTPUT_FILES = 8
+DIR_OUTPUT_KEYS = 1000
+# run.py --writes-on: where flowspark writes the files (its DirOutput's writes_on).
+WRITES_ON_ENV = "FLOWSPARK_BENCH_WRITES_ON"
+
+
+def dir_output_item(i: int) -> tuple[str, str]:
+    """Item ``i``: ``("k{i % DIR_OUTPUT_KEYS}", "line {i}")``."""
+    return f"k{i % DIR_OUTPUT_KEYS}", f"line {i}"
+
+
+def dir_output_file(key: str) -> int:
+    """The file a key's lines go to (the sinks' default, ``zlib.adler32`` of the key)."""
+    import zlib
+
+    return zlib.adler32(key.encode()) % DIR_OUTPUT_FILES
+
+
+def dir_output_check(n: int, folder: str) -> tuple[bool, int]:
+    """Whether the files in ``folder`` (``part_0`` … ``part_7``) hold every line once,
+    each in its key's file and in its key's order; and how many lines they hold."""
+    found = 0
+    last: dict[int, int] = {}
+    ok = True
+    for index in range(DIR_OUTPUT_FILES):
+        path = os.path.join(folder, f"part_{index}")
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            for line in f:
+                found += 1
+                i = int(line.split()[1])
+                key = i % DIR_OUTPUT_KEYS
+                ok = ok and dir_output_file(f"k{key}") == index and last.get(key, -1) < i
+                last[key] = i
+    return ok and found == n, found
 
 
 # --------------------------------------------------------------------------

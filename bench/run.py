@@ -47,6 +47,7 @@ JOB_SYSTEMS: dict[str, tuple[str, ...]] = {
     "batchmap": ("flowspark", "pynumaflow"),
     "reorder_heap": ("flowspark", "bytewax"),
     "many_keys": ("flowspark", "bytewax"),
+    "dir_output": ("flowspark", "bytewax"),
     "latency": ("flowspark", "bytewax"),
 }
 assert set(JOB_SYSTEMS) == set(jobs.JOBS), "every job needs its systems"
@@ -239,6 +240,12 @@ def main(argv: list[str] | None = None) -> int:
         "(017, bytewax 0.17's API) or with flowspark.operators (021, bytewax 0.21.1's)",
     )
     ap.add_argument(
+        "--writes-on",
+        choices=("driver", "executors"),
+        default="driver",
+        help="flowspark dir_output: where the files are written (DirOutput's writes_on)",
+    )
+    ap.add_argument(
         "--rate",
         type=int,
         default=jobs.LATENCY_DEFAULT_RATE,
@@ -279,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["FLOWSPARK_BENCH_BATCH_ITEMS"] = str(args.batch_items)  # children inherit
     if args.master:
         os.environ["FLOWSPARK_BENCH_MASTER"] = args.master  # children inherit
+    os.environ[jobs.WRITES_ON_ENV] = args.writes_on  # children inherit (flowspark reads it)
     if args.api != "017":
         if any(job not in API_JOBS for job in job_list):
             ap.error(f"--api {args.api} is for the jobs {', '.join(API_JOBS)}")
