@@ -8,10 +8,10 @@ On it, with the recovery directory on the shared directory: the quickstart and t
 Numaflow example (accumulator + reduce stream) give the local run's output, and a
 keyed event-time window flow whose steps reach a helper module through a global
 gives exactly the expected sums although one worker's whole process tree is
-SIGKILLed mid-run and a replacement is started; JetStream published by the executors
-holds every message once although the worker whose task is publishing is SIGKILLed;
-and files in a bucket of a real S3 server, which the executors open themselves, give
-the local run's output.
+SIGKILLed mid-run and a replacement is started; JetStream and a directory output on S3,
+both written by the executors, hold every item once although the worker whose task is
+publishing is SIGKILLed; and files in a bucket of a real S3 server, which the executors
+open themselves, give the local run's output.
 """
 
 from __future__ import annotations
@@ -28,8 +28,10 @@ import tempfile
 import threading
 import time
 import urllib.request
+import zlib
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -286,6 +288,7 @@ JETSTREAM_FLOW = """
 import os
 import time
 
+from flowspark.connectors.files import DirOutput
 from flowspark.connectors.jetstream import JetStreamInput, JetStreamOutput
 from flowspark.dataflow import Dataflow
 
@@ -311,6 +314,8 @@ flow = Dataflow()
 flow.input("in", JetStreamInput({url!r}, "IN", max_messages={per_batch}))
 flow.map(upper)
 flow.output("out", JetStreamOutput({url!r}, "out.copy"))
+flow.map(lambda kv: (kv[0], kv[1].decode()))
+flow.output("files", DirOutput({files!r}, 3, writes_on="executors"))
 """
 JETSTREAM_N = 20_000
 JETSTREAM_PER_BATCH = 10_000  # two tasks publish 5 000 each per micro-batch
@@ -334,17 +339,33 @@ def _publishing_worker(cluster: PrivateCluster, mark: Path, run: subprocess.Pope
     raise AssertionError(f"python worker {pid} is under no Spark worker")
 
 
-def test_jetstream_publishes_from_the_executors_once_although_a_worker_is_killed(
+def _segment_lines(root: Any) -> dict[str, list[str]]:
+    """Each part's lines of a DirOutput on an object store (its objects in name order)."""
+    from flowspark.runtime.storage import read_bytes
+
+    parts: dict[str, list[str]] = {}
+    for name in root.files("*/*"):
+        part = name.split("/")[0]
+        parts.setdefault(part, []).extend(read_bytes(root.child(*name.split("/"))).decode().split())
+    return parts
+
+
+def test_jetstream_and_s3_outputs_written_by_the_executors_hold_every_item_once_after_a_kill(
     cluster: PrivateCluster, tmp_path: Path
 ):
-    """JetStream → map → JetStream, the output published by the executors: one worker's
-    whole process tree is SIGKILLed while a task publishes, and a replacement is
-    started. Spark runs the lost task again, which publishes the same message ids:
-    the output stream holds every message once, each named by the run's token, its
-    partition, micro-batch and position."""
+    """JetStream → map → JetStream and a DirOutput on S3 (moto), both written by the
+    executors: one worker's whole process tree is SIGKILLed while a task publishes,
+    and a replacement is started. Spark runs the lost tasks again: the output stream
+    holds every message once, each named by the run's token, its partition,
+    micro-batch and position; every part of the S3 output holds its keys' lines once,
+    in order."""
+    from flowspark.runtime.storage import Location
     from tests.nats_server import NatsServer, add_stream, publish, read_all, stream_state
+    from tests.s3_server import S3Server
 
-    with NatsServer(tmp_path / "nats") as nats:
+    with NatsServer(tmp_path / "nats") as nats, S3Server(tmp_path) as s3:
+        s3.make_bucket("out")
+        files = Location.parse(s3.uri("out", "copies"))
         add_stream(nats.url, "IN", ["in.>"])
         add_stream(nats.url, "OUT", ["out.>"], duplicate_window=600.0)
         messages = ((f"in.{i % 7}", f"m{i}".encode(), {"Flowspark-Key": f"k{i % 7}"})
@@ -353,7 +374,9 @@ def test_jetstream_publishes_from_the_executors_once_although_a_worker_is_killed
         project = tmp_path / "project"
         project.mkdir()
         mark = cluster.shared / "publishing.pid"
-        flow = JETSTREAM_FLOW.format(url=nats.url, per_batch=JETSTREAM_PER_BATCH, mark=str(mark))
+        flow = JETSTREAM_FLOW.format(
+            url=nats.url, per_batch=JETSTREAM_PER_BATCH, mark=str(mark), files=files.spec
+        )
         (project / "flow.py").write_text(flow)
         recovery = cluster.shared / "recovery"
         args = ("--bounded", "-r", str(recovery), "--shared-recovery")
@@ -364,6 +387,7 @@ def test_jetstream_publishes_from_the_executors_once_although_a_worker_is_killed
         assert seen % (JETSTREAM_PER_BATCH // 2), f"killed at {seen}: no task was mid-way"
         _run_to_end_after_a_kill(cluster, run, args, project)
         published = read_all(nats.url, "OUT")
+        parts = _segment_lines(files)
     got = Counter(data for _, data, _ in published)
     twice = sum(n - 1 for n in got.values() if n > 1)
     assert twice == 0, f"killed at {seen} messages: {twice} published twice"
@@ -371,6 +395,15 @@ def test_jetstream_publishes_from_the_executors_once_although_a_worker_is_killed
     ids = [headers["Nats-Msg-Id"] for _, _, headers in published]
     token = (recovery / "flowspark-sinks" / "out.token").read_text().strip()
     assert all(re.fullmatch(rf"{token}\.[01]:\d+:\d+", i) for i in ids), ids[:3]
+    # The files: each key's lines in its part (DirOutput's adler32 of the key), once, in order.
+    lines = [line for part in parts.values() for line in part]
+    assert sorted(lines) == sorted(f"M{i}" for i in range(JETSTREAM_N))
+    for part, part_lines in parts.items():
+        keys = {f"k{int(line[1:]) % 7}" for line in part_lines}
+        assert {f"part_{zlib.adler32(k.encode()) % 3}" for k in keys} == {part}
+        for k in keys:
+            numbers = [int(line[1:]) for line in part_lines if f"k{int(line[1:]) % 7}" == k]
+            assert numbers == sorted(numbers), f"{part}: key {k} out of order"
 
 
 S3_FLOW = """

@@ -1,6 +1,7 @@
 """Storage by URI on local Spark: file inputs that the executors open on S3 (a real
-S3-compatible server on loopback), a recovery directory given as a ``file://``
-URI, and a recovery URI that Spark's JVM cannot write, refused before the query."""
+S3-compatible server on loopback), a directory output there written by the parts'
+tasks, a recovery directory given as a ``file://`` URI, and a recovery URI that
+Spark's JVM cannot write, refused before the query."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from flowspark.connectors.files import DirInput, FileInput
+from flowspark.connectors.files import DirInput, DirOutput, FileInput
 from flowspark.dataflow import Dataflow
 from flowspark.engine.query import RunConfig, run_flow
-from flowspark.runtime.storage import Location, write_bytes_atomic
-from flowspark.testing import TestingOutput
+from flowspark.runtime.storage import Location, read_bytes, write_bytes_atomic
+from flowspark.testing import TestingInput, TestingOutput
 from tests.s3_server import S3Server
 
 
@@ -51,6 +52,28 @@ def test_executors_read_s3_files_in_several_parts_and_micro_batches(s3, tmp_path
     assert words(DirInput(root.spec, "*.txt"), **streamed) == expected
     one_file = FileInput(root.child("part-1.txt").spec, batch_size=100)
     assert words(one_file) == Counter(contents[1].split())  # as one batch job
+
+
+@pytest.mark.parametrize("writes_on", ["driver", "executors"])
+def test_a_dir_output_on_s3_holds_each_parts_lines_once_in_order(s3, tmp_path, writes_on):
+    """A part on S3 is a folder of objects, one per micro-batch that wrote to it: read
+    in name order, each holds its keys' lines as the local directory's file does."""
+    items = [(f"k{i % 5}", f"line{i}") for i in range(400)]
+
+    def run(where: str, recovery: Path) -> None:
+        flow = Dataflow()
+        flow.input("inp", TestingInput(items, batch_size=30))
+        flow.output("out", DirOutput(where, 2, writes_on=writes_on))  # type: ignore[arg-type]
+        run_flow(flow, RunConfig(recovery_dir=str(recovery), max_batch_items=90))
+
+    root = Location.parse(s3.uri("data", f"out-{writes_on}"))
+    run(root.spec, tmp_path / "rec")
+    run(str(tmp_path / "local"), tmp_path / "rec-local")
+    for part in ("part_0", "part_1"):
+        names = root.child(part).files("*")
+        assert len(names) > 1  # several micro-batches wrote to it
+        on_s3 = b"".join(read_bytes(root.child(part, name)) or b"" for name in names)
+        assert on_s3.decode() == (tmp_path / "local" / part).read_text()
 
 
 def test_a_file_uri_recovery_directory_resumes_without_duplicates(tmp_path: Path):

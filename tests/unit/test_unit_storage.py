@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flowspark.connectors.files import CSVInput, DirInput, FileInput, FileOutput
+from flowspark.connectors.files import CSVInput, DirInput, DirOutput, FileInput, FileOutput
 from flowspark.engine.query import check_recovery_storage
 from flowspark.engine.sink import _PartitionedWriter
 from flowspark.runtime.storage import Location, StorageError, read_bytes, write_bytes_atomic
@@ -175,6 +175,57 @@ def test_file_outputs_refuse_storage_that_cannot_truncate():
     with pytest.raises(ValueError, match="FileOutput: s3a://bucket/out.txt: file outputs"):
         FileOutput("s3a://bucket/out.txt")
     assert FileOutput("file:///tmp/out.txt").path == Path("/tmp/out.txt")
+
+
+def _segments(folder: Location) -> dict[str, str]:
+    return {name: read_bytes(folder.child(name)).decode() for name in folder.files("*")}
+
+
+def test_a_dir_output_on_an_object_store_writes_each_part_once_per_write(s3, tmp_path):
+    """Each write of a part is one object, named by the part's count of writes; a
+    replayed batch (resumed from the count before it) removes what its interrupted
+    attempt wrote and writes the same names again."""
+    out = DirOutput(s3.uri("flows", "dir-out"), 2, assign_file=int)
+    state = tmp_path / "out.pickle"
+    writer = _PartitionedWriter(out, state)
+    for batch in range(3):
+        writer.begin(batch)
+        writer.write([(str(batch % 2), f"b{batch}-x"), (str(batch % 2), f"b{batch}-y")])
+        writer.commit(batch)
+    writer.begin(3)
+    writer.write([("1", "lost-a"), ("0", "lost-b"), ("1", "lost-c")])  # not committed
+    writer.close()
+    root = Location.parse(s3.uri("flows", "dir-out"))
+    assert _segments(root.child("part_1")) == {
+        "000000000000": "b1-x\nb1-y\n",
+        "000000000001": "lost-a\nlost-c\n",
+    }
+    writer = _PartitionedWriter(out, state)  # a restart replays batch 3
+    writer.begin(3)
+    writer.write([("0", "b3")])
+    writer.commit(3)
+    writer.close()
+    assert _segments(root.child("part_0")) == {
+        "000000000000": "b0-x\nb0-y\n",
+        "000000000001": "b2-x\nb2-y\n",
+        "000000000002": "b3\n",
+    }
+    assert _segments(root.child("part_1")) == {"000000000000": "b1-x\nb1-y\n"}
+
+
+def test_a_dir_output_folder_cut_after_the_run_wrote_it_fails_naming_it(s3, tmp_path):
+    out = DirOutput(s3.uri("flows", "cut-out"), 1)
+    state = tmp_path / "out.pickle"
+    writer = _PartitionedWriter(out, state)
+    for batch in range(2):
+        writer.begin(batch)
+        writer.write([("k", f"v{batch}")])
+        writer.commit(batch)
+    writer.close()
+    Location.parse(s3.uri("flows", "cut-out/part_0/000000000000")).delete_file()
+    writer = _PartitionedWriter(out, state)
+    with pytest.raises(ValueError, match="cut-out/part_0 holds 1 objects, but the recovery"):
+        writer.begin(2)
 
 
 # -- sink snapshots and the recovery directory ----------------------------------------

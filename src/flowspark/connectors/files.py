@@ -7,8 +7,10 @@ first unprocessed line. An input's path is a local path or a filesystem URI
 sizes the files, the executors open them, both through
 :mod:`flowspark.runtime.storage`, so on a cluster they need no shared disk.
 Outputs truncate back to the last committed offset when Spark replays a
-micro-batch, so every line is written exactly once; they write local (or
-mounted) paths, since an object store cannot truncate a file.
+micro-batch, so every line is written exactly once. ``FileOutput`` writes a local
+(or mounted) path; ``DirOutput`` also writes an object store's URI, where a file
+cannot be appended to or cut back: each of its parts is a folder of objects written
+once, one per write (see :class:`_SegmentSink`).
 
 >>> import tempfile, pathlib
 >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -33,7 +35,7 @@ from flowspark.api.inputs import SeekableInput, Split
 from flowspark.api.outputs import PartitionedOutput, StatefulSink, WritesOn
 from flowspark.api.sinks import Sink
 from flowspark.api.sources import Source
-from flowspark.runtime.storage import Location, StorageError
+from flowspark.runtime.storage import Location, StorageError, write_bytes_atomic
 
 __all__ = [
     "FileInput",
@@ -342,9 +344,7 @@ class _FileSink(StatefulSink):
         self._end = end
 
     def write_batch(self, values: list[Any]) -> None:
-        end = self._end
-        text = "".join(f"{v if isinstance(v, str) else str(v)}{end}" for v in values)
-        self._f.write(text.encode("utf-8"))
+        self._f.write(_lines(values, self._end))
         self._f.flush()
         os.fsync(self._f.fileno())
 
@@ -353,6 +353,50 @@ class _FileSink(StatefulSink):
 
     def close(self) -> None:
         self._f.close()
+
+
+def _lines(values: list[Any], end: str) -> bytes:
+    """The bytes an output file gets for ``values``: each ``str()``-ed, then ``end``."""
+    return "".join(f"{v if isinstance(v, str) else str(v)}{end}" for v in values).encode()
+
+
+class _SegmentSink(StatefulSink):
+    """A part of a :class:`DirOutput` on an object store: a folder holding one object
+    per ``write_batch``, named by the part's count of writes (``000000000000``,
+    ``000000000001``, …), so the part's lines are its objects' lines in name order.
+
+    Its snapshot is that count. Built from it, the part first removes the objects
+    numbered from it on (an interrupted attempt's writes), as a local file is cut back
+    to its offset, so a replayed micro-batch writes the same names again, once. A
+    folder with fewer objects than the count was cut after the run wrote it: it
+    fails, naming the folder.
+    """
+
+    NAME = "{:012d}"
+
+    def __init__(self, folder: Location, resume_state: int | None, end: str) -> None:
+        self.folder, self.count, self.end = folder, resume_state or 0, end
+        numbers = sorted(int(name) for name in folder.files("*") if name.isdigit())
+        if sum(n < self.count for n in numbers) != self.count:
+            raise ValueError(
+                f"output folder {folder.shown} holds {sum(n < self.count for n in numbers)} "
+                f"objects, but the recovery directory says the run had written {self.count}: "
+                "it was cut or replaced since; restore it, or start over with a new "
+                "recovery directory"
+            )
+        for number in numbers:
+            if number >= self.count:  # written by an attempt that did not commit
+                folder.child(self.NAME.format(number)).delete_file()
+
+    def write_batch(self, values: list[Any]) -> None:
+        if values:
+            write_bytes_atomic(
+                self.folder.child(self.NAME.format(self.count)), _lines(values, self.end)
+            )
+            self.count += 1
+
+    def snapshot(self) -> int:
+        return self.count
 
 
 def _local_output_path(path: str | Path, kind: str) -> Path:
@@ -407,6 +451,9 @@ class DirOutput(PartitionedOutput):
 
     ``assign_file(key)`` picks the file (modulo ``file_count``);
     ``file_namer(i, file_count)`` names it. Exactly once across restarts.
+    ``dir_path`` is a local path or a URI; on an object store (``s3a://…``) each file
+    is a folder of objects written once, one per micro-batch that wrote to it, read
+    in name order (an object store cannot append to a file or cut one back).
     ``writes_on="executors"`` (a flowspark extension) writes each file from the
     Spark task that owns it (see :class:`~flowspark.outputs.PartitionedOutput`), so
     the files are written side by side.
@@ -423,7 +470,11 @@ class DirOutput(PartitionedOutput):
     ) -> None:
         if not isinstance(file_count, int) or file_count < 1:
             raise ValueError(f"file_count must be a positive int; got {file_count!r}")
-        self.dir_path = _local_output_path(dir_path, "DirOutput")
+        try:
+            where = Location.parse(dir_path)
+        except StorageError as exc:
+            raise ValueError(f"DirOutput: {exc}") from None
+        self.dir_path = Path(_as_given(dir_path, where)) if where.is_local else where.spec
         self.file_count = file_count
         self.file_namer = file_namer
         self.assign_file = assign_file
@@ -437,7 +488,9 @@ class DirOutput(PartitionedOutput):
         return self.assign_file(item_key)
 
     def build_part(self, for_part: str, resume_state: Any | None) -> StatefulSink:
-        return _FileSink(self.dir_path / for_part, resume_state, self.end)
+        if isinstance(self.dir_path, Path):
+            return _FileSink(self.dir_path / for_part, resume_state, self.end)
+        return _SegmentSink(Location.parse(self.dir_path).child(for_part), resume_state, self.end)
 
 
 # -- bytewax 0.21's names -------------------------------------------------------------

@@ -247,6 +247,18 @@ class Location:
         ]
         return sorted(n for n in names if _glob_match(n, pattern))
 
+    def delete_file(self) -> None:
+        """Remove the file (nothing to do when there is none)."""
+        if self.is_local:
+            Path(self.path).unlink(missing_ok=True)
+            return
+        try:
+            self.filesystem().delete_file(self.path)
+        except FileNotFoundError:
+            return
+        except Exception as exc:
+            raise StorageError(f"{self.shown}: cannot delete it: {_one_line(exc)}") from exc
+
     def open_read(self) -> io.BufferedReader:
         """A seekable binary reader of the file."""
         if self.is_local:
