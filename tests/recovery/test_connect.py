@@ -179,6 +179,7 @@ import os
 import sys
 from pathlib import Path
 
+from flowspark.connectors.files import DirOutput
 from flowspark.connectors.stdio import StdOutput
 from flowspark.dataflow import Dataflow
 from flowspark.outputs import DynamicOutput, StatelessSink
@@ -208,15 +209,20 @@ flow = Dataflow()
 numbers = flow.input("inp", TestingInput(list(range(50)), batch_size=7))
 numbers.map(lambda x: x * 2).output("spread", LinesOutput())
 numbers.filter(lambda x: x % 10 == 0).output("here", StdOutput())
+numbers.map(lambda x: (str(x % 3), str(x))).output(
+    "files", DirOutput({files!r}, 2, writes_on="executors")
+)
 """
 
 
 def test_an_output_on_the_executors_is_written_by_the_servers_tasks(server, tmp_path: Path):
     """Its sinks run on the Connect server's executors (here on this machine, so the
-    test reads their files); the client's own outputs print in the client."""
-    folder = tmp_path / "lines"
+    test reads their files), a partitioned output's parts each in the task that owns
+    it; the client's own outputs print in the client."""
+    folder, files = tmp_path / "lines", tmp_path / "files"
     folder.mkdir()
-    (tmp_path / "flow.py").write_text(EXECUTOR_FLOW.format(folder=str(folder)))
+    flow = EXECUTOR_FLOW.format(folder=str(folder), files=str(files))
+    (tmp_path / "flow.py").write_text(flow)
     done = _run("flow.py", "--remote", server, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert sorted(done.stdout.split()) == sorted(str(i) for i in range(0, 50, 10))
@@ -224,3 +230,6 @@ def test_an_output_on_the_executors_is_written_by_the_servers_tasks(server, tmp_
     assert sorted(int(item) for _, item in lines) == [i * 2 for i in range(50)]
     client = [line.split()[-1] for line in done.stderr.splitlines() if "client pid" in line]
     assert client and client[0] not in {pid for pid, _ in lines}
+    parts = {path.name: path.read_text().split() for path in files.iterdir()}
+    assert sorted(int(x) for part in parts.values() for x in part) == list(range(50))
+    assert all(part == sorted(part, key=int) for part in parts.values())
