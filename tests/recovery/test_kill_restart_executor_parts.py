@@ -1,13 +1,15 @@
-"""A partitioned file output written by Spark's tasks (``DirOutput(...,
-writes_on="executors")``) through ten kill -9s of the whole run at random points and a
-last run to the end: every line once, each file exactly as an uninterrupted run writes
-it.
+"""File outputs through ten kill -9s of the whole run at random points and a last run
+to the end: a partitioned output written by Spark's tasks (``DirOutput(...,
+writes_on="executors")``) and a ``FileOutput`` written by the driver, beside it in the
+same flow. Every line once, each part holding what an uninterrupted run's does.
 
-A part's snapshot is its key's state in Spark's checkpoint, committed with the batch:
-a replayed micro-batch rebuilds the part from the snapshot before it, which truncates
-the file back to where that batch began. Which input file's lines a micro-batch holds
-depends on where the batches were cut, so a part's lines from different input files
-interleave differently from run to run; the lines of one input file keep its order.
+A part on the executors keeps its snapshot as its key's state in Spark's checkpoint,
+committed with the batch; the driver's output keeps its snapshots in the recovery
+directory. Either way a replayed micro-batch rebuilds the part from the snapshot
+before it, which truncates the file back to where that batch began. Which input
+file's lines a micro-batch holds depends on where the batches were cut, so a part's
+lines from different input files interleave differently from run to run; the lines
+of one input file keep its order.
 """
 
 from __future__ import annotations
@@ -20,13 +22,14 @@ from tests.recovery.cli_runs import kill_campaign
 from tests.warm_cli import warm_run
 
 FLOW = """
-from flowspark.connectors.files import DirInput, DirOutput
+from flowspark.connectors.files import DirInput, DirOutput, FileOutput
 from flowspark.dataflow import Dataflow
 
 flow = Dataflow()
-flow.input("lines", DirInput({data!r}, glob_pat="*.txt", batch_size=40))
-flow.map(lambda line: (line.split("-")[1], line.upper()))
-flow.output("out", DirOutput({out!r}, 3, writes_on={writes_on!r}))
+lines = flow.input("lines", DirInput({data!r}, glob_pat="*.txt", batch_size=40))
+keyed = lines.map(lambda line: (line.split("-")[1], line.upper()))
+keyed.output("out", DirOutput({out!r}, 3, writes_on="executors"))
+keyed.output("one", FileOutput({one!r}))
 """
 
 FILES, LINES_PER_FILE = 4, 1500
@@ -69,20 +72,34 @@ def test_ten_kills_at_random_points_then_a_run_to_the_end_write_each_file_once(
     _write_input(data)
     reference, out = tmp_path / "reference", tmp_path / "out"
     reference_flow = tmp_path / "reference.py"
-    reference_flow.write_text(FLOW.format(data=str(data), out=str(reference), writes_on="driver"))
+    reference_flow.write_text(
+        FLOW.format(data=str(data), out=str(reference / "dir"), one=str(reference / "one.txt"))
+    )
     code, err = warm_run(reference_flow, tmp_path / "reference-rec", "--bounded", "-s", "0")
     assert code == 0, err[-3000:]
     flow_file = tmp_path / "flow.py"
-    flow_file.write_text(FLOW.format(data=str(data), out=str(out), writes_on="executors"))
+    flow = FLOW.format(data=str(data), out=str(out / "dir"), one=str(out / "one.txt"))
+    flow_file.write_text(flow)
     total = FILES * LINES_PER_FILE
 
     points = kill_campaign(
-        flow_file, tmp_path / "rec", lambda: _written(out), total, KILLS, 31, "--bounded", "-s", "0"
+        flow_file,
+        tmp_path / "rec",
+        lambda: _written(out / "dir"),
+        total,
+        KILLS,
+        31,
+        "--bounded",
+        "-s",
+        "0",
     )
     assert len(points) == KILLS and all(point < total for point in points)
-    got, expected = _files(out), _files(reference)
+    got, expected = _files(out / "dir"), _files(reference / "dir")
     assert set(got) == set(expected) == {"part_0", "part_1", "part_2"}
+    got["one.txt"] = (out / "one.txt").read_text().splitlines()
+    expected["one.txt"] = (reference / "one.txt").read_text().splitlines()
     for name, lines in got.items():
         assert sorted(lines) == sorted(expected[name]), f"{name}, killed at {points}"
         assert len(set(lines)) == len(lines), f"{name}: a line twice, killed at {points}"
         assert _in_input_order(lines), f"{name}: out of order, killed at {points}"
+    assert len(got["one.txt"]) == total
