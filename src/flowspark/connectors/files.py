@@ -377,10 +377,11 @@ class _SegmentSink(StatefulSink):
     def __init__(self, folder: Location, resume_state: int | None, end: str) -> None:
         self.folder, self.count, self.end = folder, resume_state or 0, end
         numbers = sorted(int(name) for name in folder.files("*") if name.isdigit())
-        if sum(n < self.count for n in numbers) != self.count:
+        kept = sum(n < self.count for n in numbers)
+        if kept != self.count:
             raise ValueError(
-                f"output folder {folder.shown} holds {sum(n < self.count for n in numbers)} "
-                f"objects, but the recovery directory says the run had written {self.count}: "
+                f"output folder {folder.shown} holds {kept} objects, but the recovery "
+                f"directory says the run had written {self.count}: "
                 "it was cut or replaced since; restore it, or start over with a new "
                 "recovery directory"
             )
