@@ -21,6 +21,10 @@ stream holds afterwards (``published``, must equal n) and ``peak_rss_mb``.
 ``python -m flowspark.run`` with a recovery directory, fed R messages/s for S
 seconds; latency is from a message's store in the input stream to its copy's store
 in the output stream, both on the server's clock (p50/p90/p99 after the first 5 s).
+With ``--minute M`` it is a soak: a ``jetstream_live_minute`` line per M seconds of
+feed (p50/p99 of the messages stored in the input then, the run's process-tree RSS
+and its recovery directory's size at the interval's end), and the summary line
+compares the last five intervals with intervals 2-6.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -258,10 +263,73 @@ async def _feed(url: str, rate: int, seconds: float) -> int:
     return sent
 
 
-def run_live(url: str, rate: int, seconds: float, work: Path) -> dict[str, Any]:
+def _dir_mb(path: Path) -> float:
+    """What a directory takes on disk, in MB."""
+    total = sum(f.stat().st_blocks * 512 for f in path.rglob("*") if f.is_file())
+    return round(total / 1e6, 2)
+
+
+class _Footprint:
+    """The run's process-tree RSS and recovery directory size, every ``interval`` s."""
+
+    def __init__(self, pid: int, recovery: Path, interval: float) -> None:
+        import psutil
+
+        self.root, self.recovery, self.interval = psutil.Process(pid), recovery, interval
+        self.samples: list[tuple[float, float, float]] = []  # (monotonic, RSS MB, dir MB)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            rss_mb = rss.tree_rss(self.root) / (1 << 20)
+            self.samples.append((time.monotonic(), round(rss_mb, 1), _dir_mb(self.recovery)))
+
+    def __enter__(self) -> _Footprint:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+
+
+def _per_interval(
+    pairs: list[tuple[int, float]], fed_from_ns: int, interval: float, footprint: _Footprint,
+    fed_from: float,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """One line per ``interval`` s of feed: latency of the messages stored then,
+    and the footprint sampled at the interval's end."""
+    by: dict[int, list[float]] = {}
+    for stored_ns, ms in pairs:
+        by.setdefault(int((stored_ns - fed_from_ns) / 1e9 // interval), []).append(ms)
+    lines = []
+    for slot in sorted(k for k in by if k >= 0):
+        values = sorted(by[slot])
+        end = fed_from + (slot + 1) * interval
+        after = [s for s in footprint.samples if s[0] >= end - 1] or footprint.samples[-1:]
+        lines.append({
+            "job": "jetstream_live_minute",
+            "interval": slot + 1,
+            "messages": len(values),
+            "p50_ms": round(values[len(values) // 2], 1),
+            "p99_ms": round(values[min(len(values) - 1, int(0.99 * len(values)))], 1),
+            "rss_mb": after[0][1] if after else None,
+            "recovery_mb": after[0][2] if after else None,
+        })  # fmt: skip
+    return lines
+
+
+def _level(values: list[float]) -> float | None:
+    """The largest relative distance of ``values`` from their mean."""
+    mean = sum(values) / len(values) if values else 0
+    return round(max(abs(v - mean) for v in values) / mean, 3) if mean else None
+
+
+def run_live(url: str, rate: int, seconds: float, work: Path, minute: float = 0) -> dict[str, Any]:
     """An unbounded run with a recovery directory, fed ``rate`` messages/s: the time
     from a message's store in LIVE to its copy's store in LIVEOUT (both the server's
-    clock), over the run's steady state (its first 5 s left out)."""
+    clock), over the run's steady state (its first 5 s left out); with ``minute``, a
+    line per ``minute`` s of feed too (printed here)."""
     from nats.js.api import StreamConfig
 
     async def streams() -> None:
@@ -275,23 +343,29 @@ def run_live(url: str, rate: int, seconds: float, work: Path) -> dict[str, Any]:
     (work / "jslive_flow.py").write_text(LIVE_FLOW)
     cmd = [sys.executable, "-m", "flowspark.run", f"{work / 'jslive_flow.py'}:build({url!r})",
            "--master", "local[2]", "-r", str(work / "live-recovery")]  # fmt: skip
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, start_new_session=True)
+    errors = open(work / "live-stderr.log", "wb")  # noqa: SIM115 - a file, not a pipe: a long run fills a pipe
+    proc = subprocess.Popen(cmd, stderr=errors, start_new_session=True)
+    footprint = _Footprint(proc.pid, work / "live-recovery", min(minute or 10.0, 10.0))
     try:
+        footprint.__enter__()
         asyncio.run(_feed(url, 2, 1.0))  # one message: the run is up when its copy is out
         deadline = time.monotonic() + 120
         while asyncio.run(_count(url, "LIVEOUT")) < 1:
             if time.monotonic() > deadline or proc.poll() is not None:
                 proc.kill()
-                err = proc.communicate()[1].decode()[-2000:]
+                err = (work / "live-stderr.log").read_text(errors="replace")[-2000:]
                 raise SystemExit(f"the live run did not start: {err}")
             time.sleep(0.2)
+        fed_from = time.monotonic()
         sent = asyncio.run(_feed(url, rate, seconds)) + 1  # and the first one
         deadline = time.monotonic() + 60
         while asyncio.run(_count(url, "LIVEOUT")) < sent and time.monotonic() < deadline:
             time.sleep(0.2)
     finally:
+        footprint.__exit__()
         os.killpg(proc.pid, signal.SIGINT)
         proc.wait(timeout=60)
+        errors.close()
     inputs = {
         str(i + 1).encode(): ns for i, (_, ns) in enumerate(asyncio.run(_stamps(url, "LIVE")))
     }
@@ -300,6 +374,26 @@ def run_live(url: str, rate: int, seconds: float, work: Path) -> dict[str, Any]:
     steady = sorted(
         (ns - inputs[seq]) / 1e6 for seq, ns in outputs if inputs[seq] - first_in > 5e9 + 0.5e9
     )
+    extra: dict[str, Any] = {}
+    if minute:
+        fed_from_ns = sorted(inputs.values())[1]  # the feed's first message (after the probe)
+        pairs = [(inputs[seq], (ns - inputs[seq]) / 1e6) for seq, ns in outputs]
+        lines = _per_interval(pairs, fed_from_ns, minute, footprint, fed_from)
+        for line in lines:
+            print(json.dumps(line), flush=True)
+        full = [x for x in lines if x["messages"] >= 0.9 * rate * minute]  # whole intervals
+        p99 = [x["p99_ms"] for x in full]
+        after5 = [x for x in full[5:] if x["rss_mb"] is not None]
+        extra = {
+            "intervals": len(full),
+            "p99_early_ms": max(p99[1:6]) if p99[1:6] else None,
+            "p99_last5_ms": max(p99[-5:]) if p99 else None,
+            "p99_worst_ms": max(p99) if p99 else None,
+            "rss_level": _level([x["rss_mb"] for x in after5]),
+            "recovery_level": _level([x["recovery_mb"] for x in after5]),
+        }
+        if extra["p99_early_ms"] and extra["p99_last5_ms"]:
+            extra["p99_ratio"] = round(extra["p99_last5_ms"] / extra["p99_early_ms"], 2)
 
     def pct(q: float) -> float | None:
         return round(steady[min(len(steady) - 1, int(q * len(steady)))], 1) if steady else None
@@ -315,6 +409,7 @@ def run_live(url: str, rate: int, seconds: float, work: Path) -> dict[str, Any]:
         "delivered": len(outputs),
         "ok": len(outputs) == sent and len(set(s for s, _ in outputs)) == sent,
         "checkpoint": True,
+        **extra,
     }
 
 
@@ -333,6 +428,9 @@ def main(argv: list[str] | None = None) -> int:
         help="also an unbounded run fed this many messages/s: store-to-store latency",
     )
     ap.add_argument("--duration", type=float, default=30.0, help="seconds of live feed")
+    ap.add_argument(
+        "--minute", type=float, default=0, help="live run: a line per this many seconds (a soak)"
+    )
     args = ap.parse_args(argv)
     systems = SYSTEMS if args.system == "all" else (args.system,)
     with tempfile.TemporaryDirectory(prefix="flowspark-bench-js-") as tmp:
@@ -364,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
                 ok = ok and line["ok"]
                 print(json.dumps(line), flush=True)
             if args.live_rate:
-                line = run_live(url, args.live_rate, args.duration, work)
+                line = run_live(url, args.live_rate, args.duration, work, args.minute)
                 ok = ok and line["ok"]
                 print(json.dumps(line), flush=True)
         finally:
