@@ -153,14 +153,16 @@ def test_a_failed_write_closes_the_part_and_names_the_step_and_the_values():
     assert events == [("build", "p1", 4), ("close", "p1")]
 
 
-def test_the_driver_keeps_no_snapshot_file_for_parts_written_on_the_executors(tmp_path):
+def test_the_driver_keeps_no_snapshot_for_parts_written_on_the_executors_only_a_mark(
+    tmp_path,
+):
     plan = build_plan(_flow(DirOutput(tmp_path / "out", 2, writes_on="executors")))
     dispatcher = BatchDispatcher(plan, str(tmp_path / "sinks"))
     for writer in dispatcher.writers.values():
         writer.begin(0)
         writer.commit(0)
     dispatcher.close()
-    assert not (tmp_path / "sinks").exists() or not any((tmp_path / "sinks").iterdir())
+    assert sorted(p.name for p in (tmp_path / "sinks").iterdir()) == ["out.executors"]
     assert dispatcher.run_tokens == {}
 
 
@@ -173,6 +175,19 @@ def test_a_directory_whose_committed_batches_the_driver_wrote_is_refused(tmp_pat
     fresh = lay_out(tmp_path / "fresh", [0, 1], None)
     assert check_recovery_directory(Location.parse(str(fresh)), plan) == 1
     assert (driver_wrote / SINKS_DIR / "out.pickle").exists()
+
+
+def test_a_directory_whose_committed_batches_the_executors_wrote_is_refused_on_the_driver(
+    tmp_path,
+):
+    on_driver = build_plan(_flow(DirOutput(tmp_path / "out", 2)))
+    on_executors = build_plan(_flow(DirOutput(tmp_path / "out", 2, writes_on="executors")))
+    executors_wrote = lay_out(tmp_path / "rec", [0, 1], None)
+    BatchDispatcher(on_executors, str(executors_wrote / SINKS_DIR)).close()  # the mark
+    where = Location.parse(str(executors_wrote))
+    assert check_recovery_directory(where, on_executors) == 1
+    with pytest.raises(RecoveryDirectoryError, match="'out' writes its parts on the driver, but"):
+        check_recovery_directory(where, on_driver)
 
 
 def test_a_driver_output_is_not_keyed_whatever_its_family():

@@ -179,6 +179,23 @@ def test_json_holds_the_same_facts(tmp_path, capsys):
     assert "problems" not in facts  # only with --check
 
 
+def test_an_output_whose_parts_the_executors_write_is_named_by_its_mark(tmp_path, capsys):
+    """Its snapshots are Spark state: the directory holds only a mark that says so."""
+    rec = build(tmp_path / "rec")
+    (rec / "flowspark-sinks" / "files.executors").write_text("parts written on the executors\n")
+    code, out, err = run(capsys, str(rec), "--check")
+    assert (code, err) == (0, [])
+    assert any(
+        line.startswith("  files: parts written on the executors") for line in out.splitlines()
+    )
+    code, out, _ = run(capsys, str(rec), "--json")
+    facts = json.loads(out)
+    assert {"output": "files", "kind": "executors", "file": "flowspark-sinks/files.executors"} in (
+        facts["outputs"]
+    )
+    assert all(f["file"] != "flowspark-sinks/files.executors" for f in facts["other_files"])
+
+
 def test_a_whole_directory_checks_out(tmp_path, capsys):
     rec = build(tmp_path / "rec")
     code, out, err = run(capsys, str(rec), "--check")

@@ -23,7 +23,7 @@ from __future__ import annotations
 from flowspark.api.outputs import PartitionedOutput, parts_on_executors
 from flowspark.engine.errors import RECOVERY_CHOICES, RecoveryDirectoryError
 from flowspark.engine.recovery_files import numbered_files
-from flowspark.engine.sink import SINKS_DIR, load_generations
+from flowspark.engine.sink import SINKS_DIR, executors_mark, load_generations
 from flowspark.plan.graph import Plan
 from flowspark.runtime.storage import Location, StorageError
 
@@ -91,7 +91,9 @@ def check_recovery_directory(directory: Location, plan: Plan) -> int | None:
         if parts_on_executors(output):  # its snapshots are in Spark's state store
             problem = _written_by_the_driver(where, step.step_id, committed)
         else:
-            problem = _snapshot_problem(where, step.step_id, committed)
+            mark = directory.child(SINKS_DIR, executors_mark(step.step_id))
+            problem = _written_on_the_executors(mark, step.step_id, committed)
+            problem = problem or _snapshot_problem(where, step.step_id, committed)
         if problem is not None:
             raise damaged(directory, problem)
     return committed
@@ -110,6 +112,23 @@ def _written_by_the_driver(where: Location, step_id: str, committed: int | None)
     return (
         f"output {step_id!r} writes its parts on the executors, but the micro-batches "
         f"committed here wrote them on the driver (snapshots in {where.shown}); "
+        "writes_on cannot change over a recovery directory's life"
+    )
+
+
+def _written_on_the_executors(mark: Location, step_id: str, committed: int | None) -> str | None:
+    """Output ``step_id``'s parts are written on the driver, but this directory's
+    committed batches wrote them on the executors (``mark`` says so): the driver has no
+    snapshots of them."""
+    try:
+        executors_wrote = committed is not None and mark.is_file()
+    except StorageError as exc:
+        raise RecoveryDirectoryError(f"recovery directory: {exc}") from None
+    if not executors_wrote:
+        return None
+    return (
+        f"output {step_id!r} writes its parts on the driver, but the micro-batches "
+        "committed here wrote them on the executors (their snapshots are Spark state); "
         "writes_on cannot change over a recovery directory's life"
     )
 

@@ -152,6 +152,12 @@ def _position(pos: dict[str, Any]) -> str:
 def _render_outputs(outputs: list[dict[str, Any]], tokens: list[dict[str, Any]]) -> list[str]:
     lines = ["outputs:" if outputs else "outputs: none keeps a snapshot"]
     for o in outputs:
+        if o["kind"] == "executors":
+            lines.append(
+                f"  {o['output']}: parts written on the executors, their snapshots in the "
+                f"state stores  [{o['file']}]"
+            )
+            continue
         if "file" not in o:
             kind = o["kind"]
             lines.append(

@@ -204,7 +204,9 @@ class _Inspector:
     # -- outputs and run tokens -------------------------------------------------------
 
     def outputs(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """Each output's snapshot (``<output>.pickle``) and run token (``<output>.token``)."""
+        """Each output's snapshot (``<output>.pickle``), run token (``<output>.token``)
+        or mark that its parts are written on the executors (``<output>.executors``:
+        their snapshots are Spark state)."""
         outputs = {name: {"output": name, "kind": kind} for name, kind in self._manifest().items()}
         tokens = []
         for f in self.dir.under(f"{SINKS}/"):
@@ -220,6 +222,10 @@ class _Inspector:
             elif base.endswith(".token") and "/" not in base:
                 self.claimed.add(f.name)
                 tokens.append(self._token(f, base.removesuffix(".token")))
+            elif base.endswith(".executors") and "/" not in base:  # parts in Spark state
+                self.claimed.add(f.name)
+                step = base.removesuffix(".executors")
+                outputs[step] = {"output": step, "kind": "executors", "file": f.name}
         for step, entry in outputs.items():
             if entry["kind"] == "snapshot" and "file" not in entry and self.check:
                 name = f"{SINKS}/{step}.pickle"

@@ -55,7 +55,7 @@ from flowspark.runtime.codec import (
 from flowspark.runtime.errors import StepError, user_error
 from flowspark.runtime.storage import Location, read_bytes, write_bytes_atomic
 
-__all__ = ["SINKS_DIR", "BatchDispatcher", "FlowFailed", "load_generations"]
+__all__ = ["SINKS_DIR", "BatchDispatcher", "FlowFailed", "executors_mark", "load_generations"]
 
 # The folder of the recovery directory that holds the sinks' snapshots and tokens.
 SINKS_DIR = "flowspark-sinks"
@@ -87,6 +87,12 @@ def load_generations(location: Location) -> Generations | None:
     if not ok:
         raise ValueError("not a flowspark sink snapshot")
     return generations
+
+
+def executors_mark(step_id: str) -> str:
+    """The name (in :data:`SINKS_DIR`) of the mark that output ``step_id``'s parts are
+    written on the executors."""
+    return f"{step_id}.executors"
 
 
 def _refused(what: str) -> RecoveryDirectoryError:
@@ -136,7 +142,12 @@ class _DynamicWriter:
 
 class _PartsOnExecutors:
     """A partitioned output whose parts Spark's tasks write (runtime/parts.py): its
-    snapshots are its keys' state in Spark's checkpoint; nothing is written here."""
+    snapshots are its keys' state in Spark's checkpoint; nothing is written here but
+    a mark (``mark``) that says so to a later run's check (engine/recovery_check.py)."""
+
+    def __init__(self, mark: Location) -> None:
+        if read_bytes(mark) is None:
+            write_bytes_atomic(mark, b"parts written on the executors\n")
 
     def begin(self, batch_id: int) -> None:
         pass
@@ -245,7 +256,7 @@ def _run_token(location: Location, resuming: bool = False) -> str:
 
 def _writer(output: Output, step_id: str, state_dir: Location, resuming: bool = False) -> Any:
     if parts_on_executors(output):
-        return _PartsOnExecutors()
+        return _PartsOnExecutors(state_dir.child(executors_mark(step_id)))
     if isinstance(output, PartitionedOutput):
         return _PartitionedWriter(output, state_dir.child(f"{step_id}.pickle"))
     if isinstance(output, DynamicOutput):
