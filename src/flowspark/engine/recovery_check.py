@@ -89,47 +89,34 @@ def check_recovery_directory(directory: Location, plan: Plan) -> int | None:
             continue
         where = directory.child(SINKS_DIR, f"{step.step_id}.pickle")
         if parts_on_executors(output):  # its snapshots are in Spark's state store
-            problem = _written_by_the_driver(where, step.step_id, committed)
+            problem = _writes_on_changed(where, step.step_id, committed, "executors")
         else:
             mark = directory.child(SINKS_DIR, executors_mark(step.step_id))
-            problem = _written_on_the_executors(mark, step.step_id, committed)
+            problem = _writes_on_changed(mark, step.step_id, committed, "driver")
             problem = problem or _snapshot_problem(where, step.step_id, committed)
         if problem is not None:
             raise damaged(directory, problem)
     return committed
 
 
-def _written_by_the_driver(where: Location, step_id: str, committed: int | None) -> str | None:
-    """Output ``step_id``'s parts are written on the executors, but this directory's
-    committed batches wrote them on the driver (their snapshots are at ``where``):
-    the parts' state in Spark's checkpoint would start empty and cut the output."""
+def _writes_on_changed(
+    evidence: Location, step_id: str, committed: int | None, now: str
+) -> str | None:
+    """Output ``step_id``'s parts are written on the ``now`` side (``"driver"`` or
+    ``"executors"``), but this directory's committed batches wrote them on the other:
+    ``evidence`` is there (the driver's snapshots, or the executors' mark). The
+    snapshots the run would resume from are then not where it looks."""
     try:
-        driver_wrote = committed is not None and where.is_file()
+        changed = committed is not None and evidence.is_file()
     except StorageError as exc:
         raise RecoveryDirectoryError(f"recovery directory: {exc}") from None
-    if not driver_wrote:
+    if not changed:
         return None
+    before = "driver" if now == "executors" else "executors"
     return (
-        f"output {step_id!r} writes its parts on the executors, but the micro-batches "
-        f"committed here wrote them on the driver (snapshots in {where.shown}); "
-        "writes_on cannot change over a recovery directory's life"
-    )
-
-
-def _written_on_the_executors(mark: Location, step_id: str, committed: int | None) -> str | None:
-    """Output ``step_id``'s parts are written on the driver, but this directory's
-    committed batches wrote them on the executors (``mark`` says so): the driver has no
-    snapshots of them."""
-    try:
-        executors_wrote = committed is not None and mark.is_file()
-    except StorageError as exc:
-        raise RecoveryDirectoryError(f"recovery directory: {exc}") from None
-    if not executors_wrote:
-        return None
-    return (
-        f"output {step_id!r} writes its parts on the driver, but the micro-batches "
-        "committed here wrote them on the executors (their snapshots are Spark state); "
-        "writes_on cannot change over a recovery directory's life"
+        f"output {step_id!r} writes its parts on the {now}, but the micro-batches "
+        f"committed here wrote them on the {before} ({evidence.shown}); writes_on "
+        "cannot change over a recovery directory's life"
     )
 
 
