@@ -99,21 +99,16 @@ def test_the_level_before_routes_items_to_their_parts_as_keyed_rows():
     assert level.nodes[2].sink_port is None  # the driver gets no items for it
 
 
-def test_a_route_names_each_items_part_by_part_fn_modulo_the_parts():
+def test_a_route_gathers_each_items_part_by_part_fn_modulo_the_parts_in_order():
     route = PartRoute("out", Logged([], parts=("p0", "p1", "p2")))
-    assert route.route([("", 0), ("a", 1), ("bb", 2), ("ccc", 3), ("a", 4)]) == [
-        ("p0", ("", 0)),
-        ("p1", ("a", 1)),
-        ("p2", ("bb", 2)),
-        ("p0", ("ccc", 3)),
-        ("p1", ("a", 4)),
-    ]
-    assert route.route([7]) == [("p1", 7)]  # a plain item is keyed by its str()
+    groups = route.group([("", 0), ("a", 1), ("bb", 2), ("ccc", 3), ("a", 4)], {})
+    assert groups == {"p0": [("", 0), ("ccc", 3)], "p1": [("a", 1), ("a", 4)], "p2": [("bb", 2)]}
+    assert route.group([7], groups)["p1"][-1] == 7  # a plain item is keyed by its str()
 
 
 def test_a_part_fn_that_raises_names_the_output_and_the_item():
     with pytest.raises(RemoteStepFailure) as info:
-        PartRoute("out", Logged([])).route([("ok", 1), ("bad", 2)])
+        PartRoute("out", Logged([])).group([("ok", 1), ("bad", 2)], {})
     error = find_step_error(str(info.value))
     assert isinstance(error, KeyError)
     assert str(error).startswith("step 'out' (Logged.part_fn) failed on item ('bad', 2)")

@@ -1,8 +1,8 @@
 """Outputs whose parts Spark's tasks write (``PartitionedOutput.writes_on = "executors"``).
 
 The plan makes such an output a keyed step (:func:`flowspark.plan.graph.is_keyed`):
-:class:`PartRoute` sends each item, as ``(part name, item)``, through the keyed
-exchange to the task that owns its part, and :class:`PartWriteLogic` writes the part
+:class:`PartRoute` gathers the items by part name, the key of the keyed exchange to
+the task that owns each part, and :class:`PartWriteLogic` writes the part
 there. A part's key state is its last ``snapshot()``, which Spark commits with the
 micro-batch. A retried task or a replayed batch gets the snapshot from before the
 batch and rebuilds the part from it (``FileOutput`` truncates back), so nothing is
@@ -30,8 +30,8 @@ of a batch that is replayed now), and only ``build_part`` puts it back there.
 ...         return len(key)
 ...     def build_part(self, name, state):
 ...         return Part(name, state)
->>> PartRoute("out", Two()).route([("k", 1), ("kk", 2), "x"])
-[('b', ('k', 1)), ('a', ('kk', 2)), ('b', 'x')]
+>>> PartRoute("out", Two()).group([("k", 1), ("kk", 2), "x"], {})
+{'b': [('k', 1), 'x'], 'a': [('kk', 2)]}
 >>> from flowspark.runtime.keyed import KeyedCall
 >>> logic = PartWriteLogic("out", Two())
 >>> outcome = logic.on_values(KeyedCall("b", None, 0, [("k", 1), "x"]))
@@ -73,11 +73,10 @@ class PartRoute:
                 f"output {step_id!r}: {type(output).__name__}.list_parts() returned no parts"
             )
 
-    def route(self, items: Sequence[Any]) -> list[tuple[str, Any]]:
-        """``(part name, item)`` for each item, in order."""
+    def group(self, items: Sequence[Any], groups: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        """Add each item, in order, to its part's list in ``groups`` (by part name)."""
         parts, count, part_fn = self.parts, len(self.parts), self.output.part_fn
         named: dict[str, str] = {}
-        routed = []
         for item in items:
             key = value_of(item)[0]
             part = named.get(key)
@@ -86,8 +85,12 @@ class PartRoute:
                     part = named[key] = parts[part_fn(key) % count]
                 except Exception as exc:
                     raise step_failure(self.step_id, part_fn, item, exc) from None
-            routed.append((part, item))
-        return routed
+            group = groups.get(part)
+            if group is None:
+                groups[part] = [item]
+            else:
+                group.append(item)
+        return groups
 
 
 class PartWriteLogic(KeyedLogic):

@@ -202,10 +202,12 @@ class KeyedBuffer:
         step_id, combiner = self.program.keyed[port]
         if self.order is None:
             self.order = order
+        groups = self.groups.setdefault(port, {})
         route = self.program.part_routes.get(port)
-        if route is not None:  # an output's items, keyed by the part they go to
-            items = route.route(items)
-        pack_by_key(step_id, items, combiner, self.groups.setdefault(port, {}))
+        if route is not None:  # an output's items, gathered by the part they go to
+            route.group(items, groups)
+        else:
+            pack_by_key(step_id, items, combiner, groups)
         self.size += len(items)
 
     def full(self) -> bool:
