@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import rss
+import soak
 from ports import free_port
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -263,12 +264,6 @@ async def _feed(url: str, rate: int, seconds: float) -> int:
     return sent
 
 
-def _dir_mb(path: Path) -> float:
-    """What a directory takes on disk, in MB."""
-    total = sum(f.stat().st_blocks * 512 for f in path.rglob("*") if f.is_file())
-    return round(total / 1e6, 2)
-
-
 class _Footprint:
     """The run's process-tree RSS and recovery directory size, every ``interval`` s."""
 
@@ -283,7 +278,7 @@ class _Footprint:
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
             rss_mb = rss.tree_rss(self.root) / (1 << 20)
-            self.samples.append((time.monotonic(), round(rss_mb, 1), _dir_mb(self.recovery)))
+            self.samples.append((time.monotonic(), round(rss_mb, 1), soak.dir_mb(self.recovery)))
 
     def __enter__(self) -> _Footprint:
         self._thread.start()
@@ -310,19 +305,13 @@ def _per_interval(
         lines.append({
             "job": "jetstream_live_minute",
             "interval": slot + 1,
-            "messages": len(values),
+            "events": len(values),
             "p50_ms": round(values[len(values) // 2], 1),
             "p99_ms": round(values[min(len(values) - 1, int(0.99 * len(values)))], 1),
             "rss_mb": after[0][1] if after else None,
             "recovery_mb": after[0][2] if after else None,
         })  # fmt: skip
     return lines
-
-
-def _level(values: list[float]) -> float | None:
-    """The largest relative distance of ``values`` from their mean."""
-    mean = sum(values) / len(values) if values else 0
-    return round(max(abs(v - mean) for v in values) / mean, 3) if mean else None
 
 
 def run_live(url: str, rate: int, seconds: float, work: Path, minute: float = 0) -> dict[str, Any]:
@@ -381,19 +370,9 @@ def run_live(url: str, rate: int, seconds: float, work: Path, minute: float = 0)
         lines = _per_interval(pairs, fed_from_ns, minute, footprint, fed_from)
         for line in lines:
             print(json.dumps(line), flush=True)
-        full = [x for x in lines if x["messages"] >= 0.9 * rate * minute]  # whole intervals
-        p99 = [x["p99_ms"] for x in full]
-        after5 = [x for x in full[5:] if x["rss_mb"] is not None]
-        extra = {
-            "intervals": len(full),
-            "p99_early_ms": max(p99[1:6]) if p99[1:6] else None,
-            "p99_last5_ms": max(p99[-5:]) if p99 else None,
-            "p99_worst_ms": max(p99) if p99 else None,
-            "rss_level": _level([x["rss_mb"] for x in after5]),
-            "recovery_level": _level([x["recovery_mb"] for x in after5]),
-        }
-        if extra["p99_early_ms"] and extra["p99_last5_ms"]:
-            extra["p99_ratio"] = round(extra["p99_last5_ms"] / extra["p99_early_ms"], 2)
+        full = [x for x in lines if x["events"] >= 0.9 * rate * minute]  # whole intervals
+        summary = soak.summarize("flowspark", full, {})  # as the accumulator soak's
+        extra = {k: v for k, v in summary.items() if k not in ("system", "summary")}
 
     def pct(q: float) -> float | None:
         return round(steady[min(len(steady) - 1, int(q * len(steady)))], 1) if steady else None

@@ -54,7 +54,8 @@ def _quantile_ms(hist: Counter[int], p: float) -> float | None:
     return None  # pragma: no cover
 
 
-def _dir_mb(path: str) -> float:
+def dir_mb(path: str | Path) -> float:
+    """What a directory takes on disk, in MB (a file's holes take none)."""
     total = 0
     for root, _, files in os.walk(path):
         for name in files:
@@ -105,7 +106,7 @@ class SoakRecorder:
             "p50_ms": _quantile_ms(hist, 0.5),
             "p99_ms": _quantile_ms(hist, 0.99),
             "max_ms": _quantile_ms(hist, 1.0),
-            "recovery_mb": _dir_mb(self.recovery_dir),
+            "recovery_mb": dir_mb(self.recovery_dir),
             **self.figures,
         }
         print(LINE_PREFIX + json.dumps(line), flush=True)
