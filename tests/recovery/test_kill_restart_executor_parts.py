@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.recovery.cli_runs import kill_campaign
+from tests.recovery.cli_runs import kill_campaign, output_lines
 from tests.warm_cli import warm_run
 
 FLOW = """
@@ -50,7 +50,7 @@ def _written(out: Path) -> int:
 
 
 def _files(out: Path) -> dict[str, list[str]]:
-    return {path.name: path.read_text().splitlines() for path in sorted(out.iterdir())}
+    return {path.name: output_lines(path) for path in sorted(out.iterdir())}
 
 
 def _in_input_order(lines: list[str]) -> bool:
@@ -96,8 +96,8 @@ def test_ten_kills_at_random_points_then_a_run_to_the_end_write_each_file_once(
     assert len(points) == KILLS and all(point < total for point in points)
     got, expected = _files(out / "dir"), _files(reference / "dir")
     assert set(got) == set(expected) == {"part_0", "part_1", "part_2"}
-    got["one.txt"] = (out / "one.txt").read_text().splitlines()
-    expected["one.txt"] = (reference / "one.txt").read_text().splitlines()
+    got["one.txt"] = output_lines(out / "one.txt")
+    expected["one.txt"] = output_lines(reference / "one.txt")
     for name, lines in got.items():
         assert sorted(lines) == sorted(expected[name]), f"{name}, killed at {points}"
         assert len(set(lines)) == len(lines), f"{name}: a line twice, killed at {points}"
